@@ -1,0 +1,1 @@
+"""Emulation side of saatp: the embedded P4 target, the switch process, topologies, experiments."""

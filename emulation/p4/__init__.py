@@ -1,0 +1,1 @@
+"""P4_16 front end: preprocess -> parse (lark) -> typed AST -> checks.  Knows no architecture."""

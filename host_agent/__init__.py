@@ -1,0 +1,1 @@
+"""Host side of saatp: tensors -> quantized chunks -> frames -> switch -> frames -> tensors."""
