@@ -1,0 +1,89 @@
+"""C preprocessing of P4 sources (``#include``, ``#define``, ``#if``...) with pcpp.
+
+Returns the expanded text plus a :class:`LineMap` that maps each line of the
+expanded text back to ``(file, line)`` of the original sources, using the ``#line``
+markers pcpp writes; the marker lines themselves are blanked so that line numbers in
+the expanded text stay put.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+from typing import Sequence
+
+from .errors import Loc, P4Error
+
+INCLUDE_DIR = str(Path(__file__).with_name("include"))
+_LINE_RE = re.compile(r'^\s*#\s*(?:line\s+)?(\d+)\s+"([^"]*)"')
+
+
+class LineMap:
+    def __init__(self, entries: list[tuple[str, int]]):
+        self.entries = entries  # index = expanded line - 1
+
+    def loc(self, line: int, col: int) -> Loc:
+        if 1 <= line <= len(self.entries):
+            f, ln = self.entries[line - 1]
+            return Loc(f, ln, col)
+        return Loc("<preprocessed>", line, col)
+
+
+def _display(path: str) -> str:
+    if path.startswith("<"):
+        return path
+    ap = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(ap)
+    except ValueError:
+        return ap
+    return rel if not rel.startswith("..") else ap
+
+
+def preprocess(text: str, filename: str, include_dirs: Sequence[str] = (),
+               defines: dict[str, str] | None = None) -> tuple[str, LineMap]:
+    from pcpp.preprocessor import Preprocessor
+
+    errors: list[P4Error] = []
+
+    class _PP(Preprocessor):
+        def on_error(self, file, line, msg):  # noqa: D401 - pcpp hook
+            errors.append(P4Error(f"preprocessor: {msg}", Loc(_display(file or filename), line or 0, 1)))
+
+        def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
+            line = next((i + 1 for i, ln in enumerate(text.split("\n"))
+                         if "include" in ln and includepath in ln), 1)
+            raise P4Error(f"cannot find include file {includepath!r} (searched: "
+                          f"{', '.join(self.path)})", Loc(_display(filename), line, 1))
+
+    pp = _PP()
+    pp.line_directive = "#line"
+    pp.compress = 0
+    for d in list(include_dirs) + [os.path.dirname(os.path.abspath(filename)) or ".", INCLUDE_DIR]:
+        pp.add_path(d)
+    for k, v in (defines or {}).items():
+        pp.define(f"{k} {v}")
+    try:
+        pp.parse(text, filename)
+        out = io.StringIO()
+        pp.write(out)
+    except P4Error:
+        raise
+    if errors:
+        raise errors[0]
+    lines = out.getvalue().split("\n")
+    entries: list[tuple[str, int]] = []
+    cur_file, cur_line = _display(filename), 1
+    result = []
+    for ln in lines:
+        m = _LINE_RE.match(ln)
+        if m:
+            cur_line, cur_file = int(m.group(1)), _display(m.group(2))
+            entries.append((cur_file, cur_line))
+            result.append("")
+            continue
+        entries.append((cur_file, cur_line))
+        result.append(ln)
+        cur_line += 1
+    return "\n".join(result), LineMap(entries)

@@ -1,0 +1,139 @@
+"""Language-level run-time support for the Python code that ``compiler.py`` generates.
+
+Architecture-neutral P4_16: packet cursors for ``packet_in``/``packet_out``, parser
+errors, ``exit``, header stacks.  Headers and structs are generated classes (one per P4
+type) with ``__slots__``; a header's validity is the slot ``_valid``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+# core.p4 error numbering (declaration order)
+NoError, PacketTooShort, NoMatch, StackOutOfBounds, HeaderTooShort, ParserTimeout, ParserInvalidArgument = range(7)
+
+
+class ParserReject(Exception):
+    """The parser reached ``reject``; ``code`` is the ``error`` value."""
+
+    __slots__ = ("code",)
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+class P4Exit(Exception):
+    """``exit``: ends the top-level control."""
+
+
+class P4RuntimeError(RuntimeError):
+    """Something BMv2 would abort on (an out-of-range stack index in a control, a failed assert)."""
+
+
+class PacketIn:
+    """``packet_in``: the received bytes and the parser's byte offset."""
+
+    __slots__ = ("buf", "off", "n")
+
+    def __init__(self, buf: bytes):
+        self.buf = buf
+        self.off = 0
+        self.n = len(buf)
+
+    def need(self, nbytes: int) -> int:
+        off = self.off
+        if off + nbytes > self.n:
+            raise ParserReject(PacketTooShort)
+        return off
+
+    def peek_bits(self, width: int) -> int:
+        nb = (width + 7) >> 3
+        off = self.off
+        if off + nb > self.n:
+            raise ParserReject(PacketTooShort)
+        v = int.from_bytes(self.buf[off:off + nb], "big")
+        return v >> (nb * 8 - width)
+
+    def advance(self, bits: int) -> None:
+        if bits % 8:
+            raise P4RuntimeError(f"advance by {bits} bits: only whole bytes are supported")
+        nb = bits >> 3
+        if self.off + nb > self.n:
+            raise ParserReject(PacketTooShort)
+        self.off += nb
+
+
+class PacketOut:
+    """``packet_out``: the deparser's output, as a list of byte strings."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+
+class Stack:
+    """A header stack ``H[n]``: ``elems`` (header objects) and ``nxt`` (nextIndex)."""
+
+    __slots__ = ("elems", "nxt", "size", "_new")
+
+    def __init__(self, new: Callable[[], Any], size: int):
+        self._new = new
+        self.size = size
+        self.elems = [new() for _ in range(size)]
+        self.nxt = 0
+
+    def _copy(self) -> "Stack":
+        c = Stack.__new__(Stack)
+        c._new, c.size, c.nxt = self._new, self.size, self.nxt
+        c.elems = [e._copy() for e in self.elems]
+        return c
+
+    def _set(self, other: "Stack") -> None:
+        self.nxt = other.nxt
+        for a, b in zip(self.elems, other.elems):
+            a._set(b)
+
+    def _eq(self, other: "Stack") -> bool:
+        return all(a._eq(b) for a, b in zip(self.elems, other.elems))
+
+    def push_front(self, n: int) -> None:
+        # P4_16 spec 8.18: shift up by n; the first n become invalid; nextIndex grows (capped)
+        if n <= 0:
+            return
+        n = min(n, self.size)
+        self.elems = [self._new() for _ in range(n)] + self.elems[: self.size - n]
+        self.nxt = min(self.nxt + n, self.size)
+
+    def pop_front(self, n: int) -> None:
+        if n <= 0:
+            return
+        n = min(n, self.size)
+        self.elems = self.elems[n:] + [self._new() for _ in range(n)]
+        self.nxt = max(self.nxt - n, 0)
+
+    def at(self, i: int) -> Any:
+        if 0 <= i < self.size:
+            return self.elems[i]
+        raise P4RuntimeError(f"header stack index {i} out of range 0..{self.size - 1}")
+
+    def next_(self) -> Any:
+        if self.nxt >= self.size:
+            raise ParserReject(StackOutOfBounds)
+        return self.elems[self.nxt]
+
+    def last(self) -> Any:
+        if self.nxt == 0:
+            raise ParserReject(StackOutOfBounds)
+        return self.elems[self.nxt - 1]
+
+
+def div(a: int, b: int) -> int:
+    if b == 0:
+        raise P4RuntimeError("division by zero")
+    return a // b
+
+
+def mod(a: int, b: int) -> int:
+    if b == 0:
+        raise P4RuntimeError("modulo by zero")
+    return a % b

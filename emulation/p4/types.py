@@ -1,0 +1,196 @@
+"""Semantic types of P4_16 as the type checker and code generator see them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+class Ty:
+    def __str__(self) -> str:  # pragma: no cover - overridden
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class Bits(Ty):
+    width: int
+    signed: bool = False
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'bit'}<{self.width}>"
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+@dataclass(frozen=True)
+class InfInt(Ty):
+    def __str__(self) -> str:
+        return "int"
+
+
+@dataclass(frozen=True)
+class BoolT(Ty):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True)
+class StringT(Ty):
+    def __str__(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class VoidT(Ty):
+    def __str__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class ErrorT(Ty):
+    def __str__(self) -> str:
+        return "error"
+
+
+@dataclass(frozen=True)
+class MatchKindT(Ty):
+    def __str__(self) -> str:
+        return "match_kind"
+
+
+@dataclass(frozen=True)
+class AnyT(Ty):
+    """An unconstrained type (a type argument left to inference, ``_``)."""
+
+    def __str__(self) -> str:
+        return "_"
+
+
+@dataclass(eq=False)
+class EnumT(Ty):
+    name: str
+    members: list
+    repr: Optional[Bits] = None          # serializable enums
+    values: dict = field(default_factory=dict)   # member -> int
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(eq=False)
+class HeaderT(Ty):
+    name: str
+    fields: list            # list[(p4name, pyname, Ty)]
+    annotations: dict = field(default_factory=dict)
+    cls: str = ""           # generated class name
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def width(self) -> int:
+        return sum(t.width if isinstance(t, Bits) else 1 for _, _, t in self.fields)
+
+    def field(self, name: str):
+        for f in self.fields:
+            if f[0] == name:
+                return f
+        return None
+
+
+@dataclass(eq=False)
+class StructT(Ty):
+    name: str
+    fields: list
+    annotations: dict = field(default_factory=dict)
+    cls: str = ""
+    field_annotations: dict = field(default_factory=dict)   # p4name -> annotations
+
+    def __str__(self) -> str:
+        return self.name
+
+    def field(self, name: str):
+        for f in self.fields:
+            if f[0] == name:
+                return f
+        return None
+
+
+@dataclass(eq=False)
+class StackT(Ty):
+    elem: HeaderT
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.elem}[{self.size}]"
+
+
+@dataclass(eq=False)
+class TupleT(Ty):
+    items: list
+
+    def __str__(self) -> str:
+        return "tuple<" + ", ".join(map(str, self.items)) + ">"
+
+
+@dataclass(eq=False)
+class ExternT(Ty):
+    decl: Any
+    args: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.decl.name
+
+
+@dataclass(eq=False)
+class BlockT(Ty):
+    """A parser or control type (declaration), or a package."""
+    decl: Any
+    kind: str = ""
+
+    def __str__(self) -> str:
+        return self.decl.name
+
+
+@dataclass(eq=False)
+class TableT(Ty):
+    table: Any
+
+    def __str__(self) -> str:
+        return "table"
+
+
+@dataclass(eq=False)
+class ApplyResultT(Ty):
+    table: Any
+
+
+@dataclass(eq=False)
+class ActionT(Ty):
+    decl: Any
+
+
+@dataclass(eq=False)
+class TypeVarT(Ty):
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def is_scalar(t: Ty) -> bool:
+    return isinstance(t, (Bits, InfInt, BoolT, ErrorT, EnumT, StringT, MatchKindT, AnyT, TypeVarT))
+
+
+def is_composite(t: Ty) -> bool:
+    return isinstance(t, (HeaderT, StructT, StackT))
+
+
+def same(a: Ty, b: Ty) -> bool:
+    if isinstance(a, (AnyT, TypeVarT)) or isinstance(b, (AnyT, TypeVarT)):
+        return True
+    return a == b if not isinstance(a, (EnumT, HeaderT, StructT, StackT, TupleT, ExternT)) else (
+        a is b or (isinstance(a, StackT) and isinstance(b, StackT) and a.elem is b.elem and a.size == b.size)
+        or (isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.items) == len(b.items)
+            and all(same(x, y) for x, y in zip(a.items, b.items))))

@@ -1,0 +1,87 @@
+"""Per-switch run-time object that the generated code calls for v1model extern *functions*.
+
+One ``Runtime`` per :class:`~emulation.v1model.switch.Switch`; the generated module
+holds it as the global ``RT``.  Semantics follow BMv2's ``simple_switch`` primitives
+(``v1model-semantics.md``).
+"""
+from __future__ import annotations
+
+import random as _random
+from typing import Any, Sequence
+
+from .externs import PacketLength
+
+
+class Runtime:
+    def __init__(self, switch: Any, seed: int | None = None):
+        self.sw = switch
+        self.plen = PacketLength()
+        self.frame: Any = None
+        self.rng = _random.Random(seed)
+        self.custom_crc: dict[str, dict] = {}
+        self.drop_port = getattr(switch, "drop_port", 511)
+        self.cksum_error = 0
+        self.payload = b""
+        self.log_fn = getattr(switch, "log", None)
+
+    # -- traffic-manager requests (the last call of each kind counts) ------
+    def clone(self, session: int, field_list: int | None = None) -> None:
+        self.frame.clone_session = session
+        self.frame.clone_fl = field_list
+
+    def resubmit(self, field_list: int) -> None:
+        self.frame.resubmit_fl = field_list
+
+    def recirculate(self, field_list: int) -> None:
+        self.frame.recirc_fl = field_list
+
+    def truncate(self, length: int) -> None:
+        self.frame.truncate = length
+
+    # -- misc -----------------------------------------------------------------
+    def now_us(self) -> int:
+        return self.sw.now_us()
+
+    def random(self, lo: int, hi: int) -> int:
+        if hi < lo:
+            lo, hi = hi, lo
+        return self.rng.randint(lo, hi)
+
+    def digest(self, name: str, receiver: int, fields: dict[str, int]) -> None:
+        self.sw.digests.append((name, receiver, fields))
+
+    def log_msg(self, fmt: str, args: Sequence[int] = ()) -> None:
+        if self.log_fn is None:
+            return
+        parts = fmt.split("{}")
+        msg = parts[0]
+        for i, p in enumerate(parts[1:]):
+            msg += (str(args[i]) if i < len(args) else "{}") + p
+        self.log_fn(f"log_msg: {msg}")
+
+    def assert_fail(self, what: str, where: str) -> None:
+        from .switch import P4AssertionError
+        raise P4AssertionError(f"{where}: {what} failed")
+
+    # -- hashes and checksums ---------------------------------------------------
+    def hash_bytes(self, algo: str, data: bytes) -> int:
+        from .hashes import HASHES
+        if algo == "random":
+            return self.rng.getrandbits(32)
+        fn = HASHES.get(algo)
+        if fn is None:
+            raise NotImplementedError(f"hash algorithm {algo} is not supported")
+        cfg = self.custom_crc.get(algo)
+        return fn(data, **cfg) if cfg else fn(data)
+
+    def hash(self, algo: str, base: int, fields: Sequence[tuple[int, int]], maxv: int, out_width: int) -> int:
+        """``hash(out O result, algo, T base, D data, M max)``: ``base + H % max`` (max 0 -> 1)."""
+        from .hashes import concat_fields
+        h = self.hash_bytes(algo, concat_fields(fields))
+        if maxv == 0:
+            maxv = 1
+        return (base + h % maxv) & ((1 << out_width) - 1)
+
+    def checksum(self, algo: str, fields: Sequence[tuple[int, int]], payload: bytes = b"") -> int:
+        from .hashes import concat_fields
+        return self.hash_bytes(algo, concat_fields(fields) + payload)
