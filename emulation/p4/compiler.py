@@ -162,6 +162,8 @@ class FnCtx:
 class ArchHooks:
     """Architecture-specific lowering (implemented by the v1model architecture)."""
 
+    prelude: tuple = ()     # lines placed at the start of the generated build()
+
     def extern_instance(self, comp: "Compiler", inst: InstSym, ctor_args: list, out: Out, scope: Scope) -> None:
         raise NotImplementedError
 
@@ -194,6 +196,8 @@ class Compiler:
         self.top_actions: list[ActionSym] = []
         self.action_infos: dict[str, ActionInfoP] = {}
         self.consts_code = Out()
+        self._stmt_out = Out()
+        self._lv_roots: list[str] = []
 
     # ------------------------------------------------------------ utilities
     def fresh(self, base: str = "t") -> str:
@@ -1123,6 +1127,8 @@ class Compiler:
                 continue
             if d in ("out", "inout"):
                 rc, rt, assign = self.lvalue(a.value, scope)
+                if isinstance(a.value, A.Path):
+                    self._lv_roots.append(rc)
                 self.check_assignable(pt, rt, a.value) if not isinstance(pt, (AnyT, TypeVarT)) else None
                 if isinstance(pt, Bits) and isinstance(rt, Bits) and pt != rt:
                     raise self.err(f"{what}: argument for {p.name} has type {rt}, expected {pt}", a.value)
@@ -1138,11 +1144,25 @@ class Compiler:
                 codes.append(c)
         return codes, writebacks
 
-    def emit_call_with_outs(self, fn_code: str, codes: list, writebacks: list, out: Out, has_ret: bool) -> str:
+    def emit_call_with_outs(self, fn_code: str, codes: list, writebacks: list, out: Out, has_ret: bool,
+                            expr_ctx: bool = False) -> str:
         call = f"{fn_code}({', '.join(codes)})"
         wbs = [w for w in writebacks]
         if not wbs:
             return call
+        if expr_ctx:
+            # a call with copy-out inside an expression: wrap call + write-backs in a helper defined
+            # just before the statement being generated, so evaluation order (and ||/&& short
+            # circuits) stay as written
+            o = self._stmt_out
+            hname = self.fresh("cx")
+            roots = sorted(set(self._lv_roots))
+            with o.block(f"def {hname}():"):
+                if roots:
+                    o(f"nonlocal {', '.join(roots)}")
+                r = self.emit_call_with_outs(fn_code, codes, writebacks, o, has_ret)
+                o(f"return {r}" if r is not None else "return None")
+            return f"{hname}()"
         tmp = self.fresh("r")
         out(f"{tmp} = {call}")
         k = 1 if has_ret else 0
@@ -1211,8 +1231,6 @@ class Compiler:
                 params = s.decl.params
                 ptypes = [self.resolve_type(p.type, scope) for p in params]
                 codes, wbs = self.gen_call_args(params, ptypes, e.args, scope, e, f"action {f.name}")
-                if wbs and expr_ctx:
-                    raise self.err("an action with out parameters cannot be called in an expression", e)
                 r = self.emit_call_with_outs(s.py, codes, wbs, out, False)
                 if r is not None:
                     out(r)
@@ -1223,9 +1241,7 @@ class Compiler:
                 codes, wbs = self.gen_call_args(params, [t for _, _, t in s.params], e.args, scope, e,
                                                 f"function {f.name}")
                 has_ret = not isinstance(s.ret, VoidT)
-                if wbs and expr_ctx:
-                    raise self.err("a function with out parameters cannot be called in an expression", e)
-                r = self.emit_call_with_outs(s.py, codes, wbs, out, has_ret)
+                r = self.emit_call_with_outs(s.py, codes, wbs, out if not expr_ctx else None, has_ret, expr_ctx)
                 if has_ret:
                     return r, s.ret
                 if r is not None:
@@ -1255,6 +1271,8 @@ class Compiler:
             self.stmt(s, scope, out, fn)
 
     def stmt(self, s: A.Stmt, scope: Scope, out: Out, fn: FnCtx) -> None:
+        self._stmt_out = out
+        self._lv_roots = []
         if isinstance(s, A.Assign):
             lc, lt, assign = self.lvalue(s.lhs, scope)
             rc, rt = self.expr(s.rhs, scope, lt)
@@ -1942,7 +1960,9 @@ class Compiler:
             if en.priority is not None:
                 prio = self.const_int(en.priority, scope, "priority")
             elif "priority" in en.annotations:
-                prio = int(en.annotations["priority"][0].value, 0)
+                # the @priority annotation carries BMv2's convention (a smaller number wins);
+                # the table here lets a larger priority win, so negate it
+                prio = -int(en.annotations["priority"][0].value, 0)
             needs = any(k.match_kind in ("ternary", "range", "optional") for k in keys)
             if needs and prio is None:
                 prio = n - i if not explicit else 1
@@ -2033,6 +2053,8 @@ class Compiler:
         src = Out()
         src.lines.extend(self.classes.lines)
         with src.block("def build(RT, REG):"):
+            for line in self.hooks.prelude:
+                src(line)
             src.lines.extend(self.consts_code.lines and ["    " + ln for ln in self.consts_code.lines])
             src.lines.extend(body.lines)
             for fo in self._fn_sink:

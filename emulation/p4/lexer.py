@@ -159,7 +159,8 @@ def _type_names(toks: list[Token]) -> set[str]:
                 j += 1
             if j - 1 > i and toks[j - 1].type in idents:
                 names.add(toks[j - 1].value)
-        elif v in ("typedef", "type") and t.type != "IDENTIFIER":
+        elif v in ("typedef", "type") and t.type != "IDENTIFIER" and (
+                i == 0 or toks[i - 1].type == "ANNOTATION" or toks[i - 1].value in (";", "}", "{")):
             j, depth = i + 1, 0
             while j < n:
                 vv = toks[j].value
@@ -167,10 +168,12 @@ def _type_names(toks: list[Token]) -> set[str]:
                     depth += 1
                 elif vv in (")", "]", "}"):
                     depth -= 1
+                    if depth < 0:
+                        break
                 elif vv == ";" and depth == 0:
                     break
                 j += 1
-            if j < n and toks[j - 1].type in idents:
+            if j < n and toks[j].value == ";" and toks[j - 1].type in idents:
                 names.add(toks[j - 1].value)
         elif v == "extern" and t.type != "IDENTIFIER":
             if nxt is not None and nxt.type in idents and i + 2 < n and toks[i + 2].value in ("<", "{"):

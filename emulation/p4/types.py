@@ -90,7 +90,8 @@ class HeaderT(Ty):
 
     @property
     def width(self) -> int:
-        return sum(t.width if isinstance(t, Bits) else 1 for _, _, t in self.fields)
+        return sum(t.width if isinstance(t, Bits) else t.repr.width if isinstance(t, EnumT) and t.repr else 1
+                   for _, _, t in self.fields)
 
     def field(self, name: str):
         for f in self.fields:

@@ -43,6 +43,8 @@ class DirectMeter:
 
 
 class V1Hooks(ArchHooks):
+    prelude = ("HF = RT.hash_fns",)
+
     # ------------------------------------------------------------ instances
     def extern_instance(self, comp: Compiler, inst: InstSym, ctor_args: list, out: Out, scope: Scope) -> None:
         ety: ExternT = inst.ty
@@ -220,16 +222,18 @@ class V1Hooks(ArchHooks):
 
     # ------------------------------------------------------------ functions
     def _fields(self, comp, e, scope):
-        """(value, width) pairs of a field list ({a, b, c}, a header or a struct) for hashes and checksums."""
-        items = []
+        """Code building the bytes of a field list ({a, b, c}, a header or a struct) for hashes and
+        checksums: the fields concatenated bit-wise, MSB first, zero-padded at the end to a byte
+        boundary (BMv2's BufBuilder).  Widths are static, so this is one shift-or expression."""
+        items: list[tuple[str, int]] = []
 
         def add(code, t, node):
             if isinstance(t, Bits):
-                items.append(f"({code} & {t.mask:#x}, {t.width})" if t.signed else f"({code}, {t.width})")
+                items.append((f"({code} & {t.mask:#x})" if t.signed else code, t.width))
             elif isinstance(t, BoolT):
-                items.append(f"(int({code}), 1)")
+                items.append((f"int({code})", 1))
             elif isinstance(t, EnumT) and t.repr is not None:
-                items.append(f"({code} & {t.repr.mask:#x}, {t.repr.width})")
+                items.append((f"({code} & {t.repr.mask:#x})", t.repr.width))
             elif isinstance(t, (HeaderT, StructT)):
                 for n, p, ft in t.fields:
                     add(f"{code}.{p}", ft, node)
@@ -244,7 +248,16 @@ class V1Hooks(ArchHooks):
         else:
             c, t = comp.expr(e, scope)
             add(c, t, e)
-        return "(" + "".join(i + ", " for i in items) + ")"
+        total = sum(w for _, w in items)
+        pad = (-total) % 8
+        if not items:
+            return "b''"
+        parts = []
+        shift = total + pad
+        for c, w in items:
+            shift -= w
+            parts.append(f"({c} << {shift})" if shift else c)
+        return f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
 
     def _algo(self, comp, e):
         if isinstance(e, A.TypeMember) and e.tname == "HashAlgorithm":
@@ -293,19 +306,19 @@ class V1Hooks(ArchHooks):
                 raise comp.err(f"the condition of {name} must be bool", args[0])
             fields = self._fields(comp, args[1], scope)
             algo = self._algo(comp, args[3])
-            payload = ", RT.payload" if name.endswith("_with_payload") else ""
+            payload = " + RT.payload" if name.endswith("_with_payload") else ""
             if name.startswith("verify"):
                 kc, kt = comp.expr(args[2], scope)
                 if not isinstance(kt, Bits):
                     raise comp.err("the checksum field must be bit<W>", args[2])
-                out(f"if {cc} and (RT.checksum({algo!r}, {fields}{payload}) & {kt.mask:#x}) != {kc}: "
+                out(f"if {cc} and (HF[{algo!r}]({fields}{payload}) & {kt.mask:#x}) != {kc}: "
                     f"RT.cksum_error = 1")
             else:
                 kc, kt, assign = comp.lvalue(args[2], scope)
                 if not isinstance(kt, Bits):
                     raise comp.err("the checksum field must be bit<W>", args[2])
                 with out.block(f"if {cc}:"):
-                    for s in assign(f"(RT.checksum({algo!r}, {fields}{payload}) & {kt.mask:#x})"):
+                    for s in assign(f"(HF[{algo!r}]({fields}{payload}) & {kt.mask:#x})"):
                         out(s)
             return None
         if name in ("clone", "clone3", "clone_preserving_field_list"):

@@ -23,6 +23,7 @@ class Runtime:
         self.cksum_error = 0
         self.payload = b""
         self.log_fn = getattr(switch, "log", None)
+        self.hash_fns = self._make_hash_fns()
 
     # -- traffic-manager requests (the last call of each kind counts) ------
     def clone(self, session: int, field_list: int | None = None) -> None:
@@ -65,23 +66,27 @@ class Runtime:
 
     # -- hashes and checksums ---------------------------------------------------
     def hash_bytes(self, algo: str, data: bytes) -> int:
-        from .hashes import HASHES
-        if algo == "random":
-            return self.rng.getrandbits(32)
-        fn = HASHES.get(algo)
-        if fn is None:
-            raise NotImplementedError(f"hash algorithm {algo} is not supported")
-        cfg = self.custom_crc.get(algo)
-        return fn(data, **cfg) if cfg else fn(data)
+        return self.hash_fns[algo](data)
 
-    def hash(self, algo: str, base: int, fields: Sequence[tuple[int, int]], maxv: int, out_width: int) -> int:
+    def _make_hash_fns(self) -> dict:
+        """Algorithm name -> function(bytes) -> int; the generated code indexes this directly."""
+        from .hashes import HASHES
+        fns = {}
+        for name, fn in HASHES.items():
+            if name.endswith("_custom"):
+                fns[name] = (lambda data, fn=fn, name=name:
+                             fn(data, **self.custom_crc[name]) if name in self.custom_crc else fn(data))
+            else:
+                fns[name] = fn
+        fns["random"] = lambda data: self.rng.getrandbits(32)
+        return fns
+
+    def hash(self, algo: str, base: int, data: bytes, maxv: int, out_width: int) -> int:
         """``hash(out O result, algo, T base, D data, M max)``: ``base + H % max`` (max 0 -> 1)."""
-        from .hashes import concat_fields
-        h = self.hash_bytes(algo, concat_fields(fields))
+        h = self.hash_fns[algo](data)
         if maxv == 0:
             maxv = 1
         return (base + h % maxv) & ((1 << out_width) - 1)
 
-    def checksum(self, algo: str, fields: Sequence[tuple[int, int]], payload: bytes = b"") -> int:
-        from .hashes import concat_fields
-        return self.hash_bytes(algo, concat_fields(fields) + payload)
+    def checksum(self, algo: str, data: bytes) -> int:
+        return self.hash_fns[algo](data)

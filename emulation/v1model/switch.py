@@ -96,12 +96,13 @@ class Switch:
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """Run one packet to completion; return ``(egress_port, bytes)`` in emission order."""
         out: list[tuple[int, bytes]] = []
-        st = self.port_stats.setdefault(port, [0, 0, 0, 0])
+        st = self.port_stats.get(port)
+        if st is None:
+            st = self.port_stats[port] = [0, 0, 0, 0]
         st[0] += 1
         st[1] += len(frame)
-        dp, rt = self.dp, self.rt
         # work items: ("i", port, bytes, instance_type, preserved) or ("e", phv, port, rid, inst)
-        work: deque = deque([("i", port, bytes(frame), NORMAL, None)])
+        work: deque = deque((("i", port, frame if type(frame) is bytes else bytes(frame), NORMAL, None),))
         passes = 0
         while work:
             item = work.popleft()
@@ -113,8 +114,11 @@ class Switch:
                 self._ingress(item[1], item[2], item[3], item[4], work)
             else:
                 self._egress(item[1], item[2], item[3], item[4], work, out)
+        ps = self.port_stats
         for p, b in out:
-            s = self.port_stats.setdefault(p, [0, 0, 0, 0])
+            s = ps.get(p)
+            if s is None:
+                s = ps[p] = [0, 0, 0, 0]
             s[2] += 1
             s[3] += len(b)
         return out
@@ -136,7 +140,7 @@ class Switch:
             dp.restore_fields(meta, preserved)
         rt.plen.value = len(data)
         rt.frame = fr = Frame()
-        self._log(f"ingress: port {port}, {len(data)} bytes, instance_type {inst}")
+        if self.log: self._log(f"ingress: port {port}, {len(data)} bytes, instance_type {inst}")
         off = dp.parse(data, phv)
         payload = data[off:]
         dp.verify_checksum(phv, payload)
@@ -153,7 +157,7 @@ class Switch:
         mgid = sm.mcast_grp
         if mgid:
             reps = self.pre.replicas(mgid)
-            self._log(f"multicast group {mgid}: {len(reps)} replica(s)")
+            if self.log: self._log(f"multicast group {mgid}: {len(reps)} replica(s)")
             for i, (p, rid) in enumerate(reps):
                 cp = dp.copy_phv(phv)
                 cp[2].egress_rid = rid
@@ -165,7 +169,8 @@ class Switch:
             self._log("dropped at end of ingress (egress_spec == drop port)")
             return
         # 6. unicast
-        work.append(("e", (phv, payload), es, None, NORMAL if inst != RESUBMIT else inst))
+        # unicast keeps the instance_type the packet had in ingress (BMv2 does not rewrite it)
+        work.append(("e", (phv, payload), es, None, None))
 
     def _reparse(self, data: bytes, port: int, inst: int, fl: Any) -> tuple:
         dp = self.dp
@@ -185,7 +190,7 @@ class Switch:
     def _clone(self, session: int, make: Callable[[], tuple], work: deque) -> None:
         s = self.pre.sessions.get(session)
         if s is None:
-            self._log(f"clone to unknown mirroring session {session}: ignored")
+            if self.log: self._log(f"clone to unknown mirroring session {session}: ignored")
             return
         port, mgid = s
         if port is not None:
@@ -208,17 +213,20 @@ class Switch:
         sm.egress_global_timestamp = self.now_us()
         sm.packet_length = rt.plen.value if inst is None else sm.packet_length
         rt.frame = fr = Frame()
-        self._log(f"egress: port {port}, instance_type {sm.instance_type}")
+        if self.log: self._log(f"egress: port {port}, instance_type {sm.instance_type}")
         dp.egress(phv)
         # 1. E2E clone: a copy of the post-egress PHV goes through egress again
         if fr.clone_session is not None:
             fl = dp.save_fields(meta, fr.clone_fl)
 
             def make(phv=phv, payload=payload, fl=fl):
-                cp = dp.copy_phv(phv)
+                # BMv2 clone_with_phv_reset_metadata: headers copied, metadata reset, then the
+                # field list copied over
+                cp = (phv[0]._copy(), dp.M(), dp.SM())
                 if fl is not None:
                     dp.restore_fields(cp[1], fl)
                 cp[2].instance_type = EGRESS_CLONE
+                cp[2].packet_length = phv[2].packet_length
                 return (cp, payload)
             self._clone(fr.clone_session, make, work)
         # 2. drop

@@ -1,0 +1,429 @@
+"""P4Info from a compiled program's :class:`~emulation.p4.info.ProgramInfo`.
+
+Follows what p4c's control-plane back end (``p4c-bm2-ss --p4runtime-files``) writes for
+v1model programs (facts from the P4Runtime spec §"ID Allocation for P4Info Objects"
+and p4c's ``control-plane/`` sources; see ``shared/design/p4runtime-notes.md``):
+
+* ids are ``(prefix << 24) | (jenkins_one_at_a_time(name) & 0xffffff)`` with the
+  8-bit prefixes of ``P4Ids.Prefix``;
+* ``@id(n)`` gives the id (the prefix is added when missing; a wrong prefix or a
+  duplicate id is an error), and these ids are reserved before any hashing;
+* hash collisions are resolved by linear probing (+1) with the names of one symbol
+  kind visited in sorted order;
+* the alias is the shortest dot-separated suffix that only one symbol (of any kind)
+  ends with;
+* match fields, action parameters and packet metadata count 1..n in declaration
+  order, skipping the ids given by ``@id``;
+* controller packet metadata are named after their ``@controller_header`` value and
+  hashed under their header type's name.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from google.protobuf import json_format, text_format
+
+from . import p4info_pb2 as p4i
+
+PREFIX = {
+    "action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header": 0x04,
+    "action_profile": 0x11, "counter": 0x12, "direct_counter": 0x13, "meter": 0x14,
+    "direct_meter": 0x15, "register": 0x16, "digest": 0x17,
+}
+
+# annotations p4c does not copy into ``annotations``: names and ids are fields of their
+# own, @brief/@description become ``doc``
+_SKIP_ANNOTATIONS = {"name", "id", "brief", "description", "hidden"}
+
+_MATCH_TYPES = {"exact": p4i.MatchField.EXACT, "lpm": p4i.MatchField.LPM,
+                "ternary": p4i.MatchField.TERNARY, "range": p4i.MatchField.RANGE,
+                "optional": p4i.MatchField.OPTIONAL}
+
+_COUNTER_UNITS = {"packets": p4i.CounterSpec.PACKETS, "bytes": p4i.CounterSpec.BYTES,
+                  "packets_and_bytes": p4i.CounterSpec.BOTH, "both": p4i.CounterSpec.BOTH}
+_METER_UNITS = {"packets": p4i.MeterSpec.PACKETS, "bytes": p4i.MeterSpec.BYTES}
+
+
+class P4InfoError(ValueError):
+    """The program cannot be described in P4Info (bad or duplicate @id, ...)."""
+
+
+def jenkins_one_at_a_time(data: bytes | str) -> int:
+    """Bob Jenkins' one-at-a-time hash, 32-bit, as p4c uses it for P4Runtime ids."""
+    if isinstance(data, str):
+        data = data.encode()
+    h = 0
+    for b in data:
+        h = (h + b) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    h = (h + (h << 15)) & 0xFFFFFFFF
+    return h
+
+
+def cp_name(name: str) -> str:
+    """Control-plane name as P4Info shows it: a leading ``.`` (global @name) is dropped."""
+    return name[1:] if name.startswith(".") else name
+
+
+def _parse_id(body: str, where: str) -> int:
+    try:
+        v = int(body.strip(), 0)
+    except ValueError:
+        raise P4InfoError(f"{where}: @id({body}) is not an unsigned integer") from None
+    if not 0 <= v < 1 << 32:
+        raise P4InfoError(f"{where}: @id({body}) is not a 32-bit unsigned integer")
+    return v
+
+
+class SymbolTable:
+    """Ids and aliases of the top-level P4Info objects (p4c's P4RuntimeSymbolTable)."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, dict[str, int | None]] = {}
+        self._assigned: set[int] = set()
+        self._suffix_counts: dict[tuple[str, ...], int] = {}
+        self._symbols: set[str] = set()
+
+    def add(self, kind: str, name: str, annotations: dict[str, str] | None = None) -> None:
+        name = cp_name(name)
+        table = self._kinds.setdefault(kind, {})
+        if name in table:
+            return
+        uid = None
+        if annotations and "id" in annotations:
+            uid = _parse_id(annotations["id"], name)
+            prefix = PREFIX[kind] << 24
+            if uid & 0xFF000000 and uid & 0xFF000000 != prefix:
+                raise P4InfoError(f"{name}: @id has the wrong 8-bit prefix (expected {PREFIX[kind]:#04x})")
+            uid |= prefix
+            if uid in self._assigned:
+                raise P4InfoError(f"{name}: @id {uid} is assigned to multiple declarations")
+            self._assigned.add(uid)
+        table[name] = uid
+        if name not in self._symbols:
+            self._symbols.add(name)
+            parts = name.split(".")
+            for n in range(1, len(parts) + 1):
+                suf = tuple(parts[-n:])
+                self._suffix_counts[suf] = self._suffix_counts.get(suf, 0) + 1
+
+    def compute_ids(self) -> None:
+        for kind, table in self._kinds.items():
+            prefix = PREFIX[kind] << 24
+            for name in sorted(n for n, i in table.items() if i is None):
+                h = start = jenkins_one_at_a_time(name)
+                while True:
+                    cand = prefix | (h & 0xFFFFFF)
+                    if cand not in self._assigned:
+                        break
+                    h = (h + 1) & 0xFFFFFFFF
+                    if h == start:
+                        raise P4InfoError(f"no id left to represent {name} in P4Runtime")
+                self._assigned.add(cand)
+                table[name] = cand
+
+    def id(self, kind: str, name: str) -> int:
+        v = self._kinds[kind][cp_name(name)]
+        assert v is not None, "compute_ids() first"
+        return v
+
+    def alias(self, name: str) -> str:
+        parts = cp_name(name).split(".")
+        for n in range(1, len(parts) + 1):
+            if self._suffix_counts.get(tuple(parts[-n:]), 0) < 2:
+                return ".".join(parts[-n:])
+        return ".".join(parts)
+
+
+def _annotation_strings(annotations: dict[str, str]) -> list[str]:
+    out = []
+    for k, body in annotations.items():
+        if k in _SKIP_ANNOTATIONS:
+            continue
+        out.append(f"@{k}({body})" if body != "" else f"@{k}")
+    return out
+
+
+def _preamble(pre: Any, sym: SymbolTable, kind: str, name: str, annotations: dict[str, str],
+              *, display: str | None = None, alias: str | None = None) -> None:
+    pre.id = sym.id(kind, name)
+    pre.name = display if display is not None else cp_name(name)
+    pre.alias = alias if alias is not None else sym.alias(name)
+    pre.annotations.extend(_annotation_strings(annotations))
+    _doc(pre, annotations)
+
+
+def _doc(msg: Any, annotations: dict[str, str]) -> None:
+    for k in ("brief", "description"):
+        if k in annotations:
+            body = annotations[k].strip()
+            if len(body) >= 2 and body[0] == body[-1] == '"':
+                body = body[1:-1]
+            setattr(msg.doc, k, body)
+
+
+def _field_ids(items: Iterable[Any], where: str) -> list[int]:
+    """p4c's FieldIdAllocator: @id values first, then 1, 2, ... in order skipping used ones.
+
+    An element with an @id still consumes its position's counter value."""
+    items = list(items)
+    ids: list[int | None] = []
+    used: set[int] = set()
+    for it in items:
+        ann = getattr(it, "annotations", None) or {}
+        if "id" in ann:
+            v = _parse_id(ann["id"], where)
+            if v == 0:
+                raise P4InfoError(f"{where}: 0 is not a valid @id value")
+            if v in used:
+                raise P4InfoError(f"{where}: @id {v} is used multiple times")
+            used.add(v)
+            ids.append(v)
+        else:
+            ids.append(None)
+    index = 1
+    out = []
+    for v in ids:
+        if v is not None:
+            index += 1
+            out.append(v)
+            continue
+        while index in used:
+            index += 1
+        used.add(index)
+        out.append(index)
+    return out
+
+
+def program_info_of(program_or_info: Any) -> Any:
+    """Accept a ProgramInfo, a compiled program (``.info``) or a Switch (``.program.info``)."""
+    from emulation.p4.info import ProgramInfo
+    obj = program_or_info
+    for _ in range(3):
+        if isinstance(obj, ProgramInfo):
+            return obj
+        if hasattr(obj, "info"):
+            obj = obj.info
+        elif hasattr(obj, "program"):
+            obj = obj.program
+        else:
+            break
+    if isinstance(obj, ProgramInfo):
+        return obj
+    raise TypeError(f"cannot find a ProgramInfo in {type(program_or_info).__name__}")
+
+
+def p4info_from_program(program_or_info: Any) -> Any:
+    """Build a ``p4.config.v1.P4Info`` message from a program's ProgramInfo."""
+    info = program_info_of(program_or_info)
+    sym = SymbolTable()
+    hidden = lambda o: "hidden" in (o.annotations or {})  # noqa: E731
+    tables = [t for t in info.tables if not hidden(t)]
+    actions = [a for a in info.actions if not hidden(a)]
+    externs = [e for e in info.externs if not hidden(e)]
+    kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
+             "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile"}
+    for a in actions:
+        sym.add("action", a.name, a.annotations)
+    for t in tables:
+        sym.add("table", t.name, t.annotations)
+    for e in externs:
+        if e.kind in kinds:
+            sym.add(kinds[e.kind], e.name, e.annotations)
+    for h in info.controller_headers:
+        sym.add("controller_header", h.type_name or h.name, h.annotations)
+    for d in info.digests:
+        sym.add("digest", d.name, None)
+    sym.compute_ids()
+
+    p = p4i.P4Info()
+    p.pkg_info.arch = info.arch or "v1model"
+    action_names = {cp_name(a.name) for a in actions}
+    for t in tables:
+        tm = p.tables.add()
+        _preamble(tm.preamble, sym, "table", t.name, t.annotations)
+        for fid, k in zip(_field_ids(t.keys, t.name), t.keys):
+            mf = tm.match_fields.add()
+            mf.id = fid
+            mf.name = k.name
+            mf.annotations.extend(_annotation_strings(k.annotations))
+            _doc(mf, k.annotations)
+            mf.bitwidth = k.width
+            mt = _MATCH_TYPES.get(k.match_kind)
+            if mt is None:
+                mf.other_match_type = k.match_kind
+            else:
+                mf.match_type = mt
+        for ref in t.actions:
+            if cp_name(ref.name) not in action_names:
+                raise P4InfoError(f"table {t.name}: action {ref.name} is not among the program's actions")
+            ar = tm.action_refs.add()
+            ar.id = sym.id("action", ref.name)
+            ann = dict(ref.annotations)
+            if ref.default_only and "defaultonly" not in ann:
+                ann["defaultonly"] = ""
+            if ref.table_only and "tableonly" not in ann:
+                ann["tableonly"] = ""
+            ar.annotations.extend(_annotation_strings(ann))
+            if "tableonly" in ann and "defaultonly" in ann:
+                raise P4InfoError(f"table {t.name}: action {ref.name} is both @tableonly and @defaultonly")
+            if "tableonly" in ann:
+                ar.scope = p4i.ActionRef.TABLE_ONLY
+            elif "defaultonly" in ann:
+                ar.scope = p4i.ActionRef.DEFAULT_ONLY
+        if t.const_default_action and t.default_action:
+            tm.const_default_action_id = sym.id("action", t.default_action)
+        for kind, nm in (("direct_counter", t.direct_counter), ("direct_meter", t.direct_meter)):
+            if nm:
+                tm.direct_resource_ids.append(sym.id(kind, nm))
+        tm.size = t.size
+        if getattr(t, "support_timeout", False):  # optional field (``support_timeout = true``)
+            tm.idle_timeout_behavior = p4i.Table.NOTIFY_CONTROL
+        if t.has_const_entries:
+            tm.is_const_table = True
+            tm.has_initial_entries = True
+    for a in actions:
+        am = p.actions.add()
+        _preamble(am.preamble, sym, "action", a.name, a.annotations)
+        for pid, prm in zip(_field_ids(a.params, a.name), a.params):
+            pm = am.params.add()
+            pm.id = pid
+            pm.name = prm.name
+            pm.annotations.extend(_annotation_strings(prm.annotations))
+            _doc(pm, prm.annotations)
+            pm.bitwidth = prm.width
+    table_ids = {cp_name(t.name): sym.id("table", t.name) for t in tables}
+    for e in externs:
+        if e.kind == "counter":
+            c = p.counters.add()
+            _preamble(c.preamble, sym, "counter", e.name, e.annotations)
+            c.spec.unit = _COUNTER_UNITS.get(e.unit, p4i.CounterSpec.BOTH)
+            c.size = e.size
+        elif e.kind == "direct_counter":
+            c = p.direct_counters.add()
+            _preamble(c.preamble, sym, "direct_counter", e.name, e.annotations)
+            c.spec.unit = _COUNTER_UNITS.get(e.unit, p4i.CounterSpec.BOTH)
+            if e.table:
+                c.direct_table_id = table_ids[cp_name(e.table)]
+        elif e.kind == "meter":
+            m = p.meters.add()
+            _preamble(m.preamble, sym, "meter", e.name, e.annotations)
+            m.spec.unit = _METER_UNITS.get(e.unit, p4i.MeterSpec.BYTES)
+            m.size = e.size
+        elif e.kind == "direct_meter":
+            m = p.direct_meters.add()
+            _preamble(m.preamble, sym, "direct_meter", e.name, e.annotations)
+            m.spec.unit = _METER_UNITS.get(e.unit, p4i.MeterSpec.BYTES)
+            if e.table:
+                m.direct_table_id = table_ids[cp_name(e.table)]
+        elif e.kind == "register":
+            r = p.registers.add()
+            _preamble(r.preamble, sym, "register", e.name, e.annotations)
+            bits = r.type_spec.bitstring
+            (bits.int if e.signed else bits.bit).bitwidth = e.width
+            r.size = e.size
+    for h in info.controller_headers:
+        cm = p.controller_packet_metadata.add()
+        ann = dict(h.annotations)
+        ann.setdefault("controller_header", f'"{h.name}"')
+        _preamble(cm.preamble, sym, "controller_header", h.type_name or h.name, ann,
+                  display=h.name, alias=h.name)
+        for fid, f in zip(_field_ids(h.fields, h.name), h.fields):
+            md = cm.metadata.add()
+            md.id = fid
+            md.name = f.name
+            md.bitwidth = f.width
+    for d in info.digests:
+        dm = p.digests.add()
+        _preamble(dm.preamble, sym, "digest", d.name, {})
+        dm.type_spec.struct.name = d.name
+        st = p.type_info.structs[d.name]
+        for f in d.fields:
+            mem = st.members.add()
+            mem.name = f.name
+            mem.type_spec.bitstring.bit.bitwidth = f.width
+    p.type_info.SetInParent()
+    return p
+
+
+# ---------------------------------------------------------------------------- files
+_TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+
+
+def p4info_to_text(p4info: Any) -> str:
+    return _TEXT_HEADER + text_format.MessageToString(p4info)
+
+
+def _format_of(path: str | Path) -> str:
+    s = str(path).lower()
+    if s.endswith(".json"):
+        return "json"
+    if s.endswith((".bin", ".pb", ".binpb")):
+        return "binary"
+    return "text"  # .txt, .txtpb, .pb.txt and anything else, as p4c does
+
+
+def write_p4info(p4info: Any, path: str | Path) -> None:
+    """Write P4Info as text (``.txt``/``.txtpb``), binary (``.bin``/``.pb``) or JSON (``.json``)."""
+    fmt = _format_of(path)
+    if fmt == "binary":
+        Path(path).write_bytes(p4info.SerializeToString(deterministic=True))
+    elif fmt == "json":
+        Path(path).write_text(json_format.MessageToJson(p4info, indent=2) + "\n")
+    else:
+        Path(path).write_text(p4info_to_text(p4info))
+
+
+def read_p4info(path: str | Path) -> Any:
+    fmt = _format_of(path)
+    m = p4i.P4Info()
+    if fmt == "binary":
+        m.ParseFromString(Path(path).read_bytes())
+    elif fmt == "json":
+        json_format.Parse(Path(path).read_text(), m)
+    else:
+        text_format.Parse(Path(path).read_text(), m)
+    return m
+
+
+# -------------------------------------------------------------- look-ups for servers
+class P4InfoIndex:
+    """Name/id look-ups over a P4Info message (used by the server and the client)."""
+
+    def __init__(self, p4info: Any):
+        self.p4info = p4info
+        self.tables = {t.preamble.id: t for t in p4info.tables}
+        self.actions = {a.preamble.id: a for a in p4info.actions}
+        self.counters = {c.preamble.id: c for c in p4info.counters}
+        self.direct_counters = {c.preamble.id: c for c in p4info.direct_counters}
+        self.meters = {c.preamble.id: c for c in p4info.meters}
+        self.registers = {r.preamble.id: r for r in p4info.registers}
+        self.digests = {d.preamble.id: d for d in p4info.digests}
+        self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
+        self._by_name: dict[tuple[str, str], Any] = {}
+        for kind, objs in (("table", p4info.tables), ("action", p4info.actions),
+                           ("counter", p4info.counters), ("direct_counter", p4info.direct_counters),
+                           ("meter", p4info.meters), ("register", p4info.registers),
+                           ("digest", p4info.digests),
+                           ("controller_packet_metadata", p4info.controller_packet_metadata)):
+            for o in objs:
+                self._by_name[(kind, o.preamble.name)] = o
+                self._by_name.setdefault((kind, o.preamble.alias), o)
+
+    def get(self, kind: str, name: str) -> Any:
+        o = self._by_name.get((kind, name))
+        if o is None:
+            raise KeyError(f"no {kind} named {name!r} in the P4Info")
+        return o
+
+    def id(self, kind: str, name: str) -> int:
+        return self.get(kind, name).preamble.id
+
+
+def p4info_to_json_dict(p4info: Any) -> dict:
+    return json.loads(json_format.MessageToJson(p4info))

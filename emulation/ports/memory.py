@@ -1,0 +1,54 @@
+"""In-memory ports for tests: ``a, b = MemoryPort.pair()``; what ``a`` sends ``b`` receives."""
+from __future__ import annotations
+
+import queue
+
+from .base import FramePort, PortClosed
+
+_CLOSE = object()
+
+
+class MemoryPort(FramePort):
+    def __init__(self, name: str = "mem", maxsize: int = 0):
+        super().__init__()
+        self.name = name
+        self._q: queue.Queue = queue.Queue(maxsize)
+        self.peer: MemoryPort | None = None
+
+    @classmethod
+    def pair(cls, name_a: str = "mem-a", name_b: str = "mem-b", maxsize: int = 0) -> tuple["MemoryPort", "MemoryPort"]:
+        a, b = cls(name_a, maxsize), cls(name_b, maxsize)
+        a.peer, b.peer = b, a
+        return a, b
+
+    def inject(self, frame: bytes) -> None:
+        """Make ``frame`` arrive at this port (as if the peer had sent it)."""
+        try:
+            self._q.put_nowait(bytes(frame))
+        except queue.Full:
+            pass
+
+    def send(self, frame: bytes) -> None:
+        if self.closed:
+            raise PortClosed(self.name)
+        self._count_tx(frame)
+        if self.peer is not None and not self.peer.closed:
+            self.peer.inject(frame)
+        else:
+            self.stats["tx_dropped"] += 1
+
+    def recv(self, timeout: float | None = None) -> bytes | None:
+        if self.closed:
+            raise PortClosed(self.name)
+        try:
+            item = self._q.get(timeout=timeout) if timeout is None or timeout > 0 else self._q.get_nowait()
+        except queue.Empty:
+            return None
+        if item is _CLOSE:
+            raise PortClosed(self.name)
+        return self._count_rx(item)
+
+    def close(self) -> None:
+        if not self.closed:
+            super().close()
+            self._q.put(_CLOSE)
