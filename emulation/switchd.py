@@ -127,6 +127,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         if v is not None:
             setattr(args, k, v)
     args.grpc_server_addr = args.grpc_server_addr or DEFAULT_GRPC_ADDR
+    if args.pcap and args.pcap.endswith(".p4") and not args.program and not args.no_p4:
+        args.program, args.pcap = args.pcap, "."   # `--pcap prog.p4`: the optional DIR was left out
     if args.program and args.no_p4:
         raise UsageError("give a program or --no-p4, not both")
     if not args.program and not args.no_p4:
@@ -171,7 +173,6 @@ class SwitchDaemon:
         self.stop_event = threading.Event()
         self.stop_reason = ""
         self._threads: list[threading.Thread] = []
-        self.rx_dropped = 0
 
     @property
     def grpc_address(self) -> str | None:

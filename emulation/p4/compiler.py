@@ -198,6 +198,7 @@ class Compiler:
         self.consts_code = Out()
         self._stmt_out = Out()
         self._lv_roots: list[str] = []
+        self.cur_loc: Loc | None = None
 
     # ------------------------------------------------------------ utilities
     def fresh(self, base: str = "t") -> str:
@@ -362,6 +363,7 @@ class Compiler:
 
     def declare_global(self, d: A.Node) -> None:
         g = self.glob
+        self.cur_loc = d.loc
         if isinstance(d, A.ErrorDecl):
             for m in d.members:
                 if m not in self.errors_list:
@@ -603,6 +605,17 @@ class Compiler:
                 conds = [f"self.{p}._eq(o.{p})" if is_composite(t) else f"self.{p} == o.{p}"
                          for _, p, t in ty.fields]
                 o(f"return {' and '.join(conds) or 'True'}")
+            with o.block("def _vsize(self):"):
+                # bytes of the valid headers inside (BMv2's packet length follows add/remove header)
+                terms = []
+                for _, p, t in ty.fields:
+                    if isinstance(t, HeaderT):
+                        terms.append(f"({t.width // 8} if self.{p}._valid else 0)")
+                    elif isinstance(t, StructT):
+                        terms.append(f"self.{p}._vsize()")
+                    elif isinstance(t, StackT):
+                        terms.append(f"{t.elem.width // 8} * sum(1 for e in self.{p}.elems if e._valid)")
+                o(f"return {' + '.join(terms) or '0'}")
         o("")
 
     # ------------------------------------------------------------ names
@@ -1248,6 +1261,13 @@ class Compiler:
                     out(r)
                 return None
             if isinstance(s, ExternFuncSym):
+                counts = sorted({len(d.params) for d in s.decls} |
+                                {len([p for p in d.params if p.default is None and "optional" not in p.annotations])
+                                 for d in s.decls})
+                if not any(len([p for p in d.params if p.default is None and "optional" not in p.annotations])
+                           <= len(e.args) <= len(d.params) for d in s.decls):
+                    raise self.err(f"{f.name}: wrong number of arguments: got {len(e.args)}, expected "
+                                   f"{' or '.join(map(str, counts))}", e)
                 return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
             raise self.err(f"{f.name} is not callable", f)
         raise self.err("this expression is not callable", e)
@@ -1273,6 +1293,7 @@ class Compiler:
     def stmt(self, s: A.Stmt, scope: Scope, out: Out, fn: FnCtx) -> None:
         self._stmt_out = out
         self._lv_roots = []
+        self.cur_loc = s.loc
         if isinstance(s, A.Assign):
             lc, lt, assign = self.lvalue(s.lhs, scope)
             rc, rt = self.expr(s.rhs, scope, lt)
@@ -1297,6 +1318,8 @@ class Compiler:
         elif isinstance(s, A.Block):
             self.stmts(s.stmts, Scope(scope), out, fn)
         elif isinstance(s, A.VarDecl):
+            if s.name in scope.syms:
+                raise self.err(f"{s.name} is already declared in this block", s)
             ty = self.resolve_type(s.type, scope)
             if isinstance(ty, (ExternT, BlockT)):
                 raise self.err(f"{s.name}: cannot declare a variable of type {ty} (instantiate it instead)", s)
@@ -1315,6 +1338,8 @@ class Compiler:
                 out(f"{py} = {self.default_value(ty)}")
             scope.syms[s.name] = Var(py, ty)
         elif isinstance(s, A.ConstDecl):
+            if s.name in scope.syms:
+                raise self.err(f"{s.name} is already declared in this block", s)
             self.declare_const(s, scope, out)
         elif isinstance(s, A.Exit):
             out("raise P4Exit()")
@@ -1527,6 +1552,7 @@ class Compiler:
 
     def _declare_locals(self, d, path: str, scope: Scope, o: Out, cells: list, resets: list):
         for loc in d.locals:
+            self.cur_loc = loc.loc
             if isinstance(loc, A.VarDecl):
                 ty = self.resolve_type(loc.type, scope)
                 py = self.fresh("l_" + loc.name)
@@ -1774,6 +1800,7 @@ class Compiler:
 
     def gen_table(self, t: TableSym, scope: Scope, o: Out, path: str) -> None:
         d = t.decl
+        self.cur_loc = d.loc
         keys = []
         kcodes = []
         for ke in d.keys:

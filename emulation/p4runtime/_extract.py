@@ -1,12 +1,14 @@
-"""Rebuild ``p4runtime.binpb`` (the P4Runtime schema as a FileDescriptorSet).
+"""Rebuild ``_schema.py`` (the P4Runtime schema as a FileDescriptorSet).
 
 The PyPI ``p4runtime`` wheel ships old-style generated code that no longer imports
 under protobuf >= 4 ("Descriptors cannot be created directly"), and no ``.proto``
 files.  Each of its ``_pb2.py`` files embeds its schema as a serialized
 ``FileDescriptorProto`` (the ``serialized_pb=`` argument).  This tool reads those
 bytes *without importing the modules* (with :mod:`ast`) and stores them as one
-``FileDescriptorSet``; :mod:`emulation.p4runtime.proto` builds message classes from it
-at import time with the running protobuf, so any protobuf from 4.21 on works.
+``FileDescriptorSet``, written base64-encoded into ``_schema.py`` (a Python module, so it
+ships with the package without package-data settings); :mod:`emulation.p4runtime.proto`
+builds message classes from it at import time with the running protobuf, so any protobuf
+from 4.21 on works.
 
     pip download --no-deps p4runtime==1.6.0 -d /tmp/p4rt
     python -m emulation.p4runtime._extract /tmp/p4rt/p4runtime-1.6.0-py3-none-any.whl
@@ -16,6 +18,7 @@ The schema is the P4Runtime specification's (Apache-2.0, p4lang/p4runtime).
 from __future__ import annotations
 
 import ast
+import base64
 import sys
 import zipfile
 from pathlib import Path
@@ -33,7 +36,7 @@ def serialized_pb(source: str) -> bytes:
     raise ValueError("no serialized descriptor found")
 
 
-def extract(wheel: str, out: Path) -> None:
+def extract(wheel: str, out: Path) -> bytes:
     from google.protobuf import descriptor_pb2
     fds = descriptor_pb2.FileDescriptorSet()
     with zipfile.ZipFile(wheel) as z:
@@ -43,12 +46,20 @@ def extract(wheel: str, out: Path) -> None:
             if fd.name != proto:
                 raise ValueError(f"{py}: describes {fd.name}, expected {proto}")
             fds.file.append(fd)
-    out.write_bytes(fds.SerializeToString(deterministic=True))
+    data = fds.SerializeToString(deterministic=True)
+    b64 = base64.b64encode(data).decode()
+    lines = "\n".join(f"    {b64[i:i + 96]!r}" for i in range(0, len(b64), 96))
+    out.write_text(
+        '"""P4Runtime 1.6.0 schema (p4types, p4info, p4data, p4runtime .proto) as a base64\n'
+        "FileDescriptorSet, extracted from the PyPI ``p4runtime`` wheel by ``_extract.py``.\n"
+        'Apache-2.0, from the P4Runtime specification (p4lang/p4runtime).  Do not edit."""\n\n'
+        f"SCHEMA_B64 = (\n{lines}\n)\n")
+    return data
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m emulation.p4runtime._extract P4RUNTIME_WHEEL")
-    dst = Path(__file__).with_name("p4runtime.binpb")
+    dst = Path(__file__).with_name("_schema.py")
     extract(sys.argv[1], dst)
     print(f"wrote {dst}")

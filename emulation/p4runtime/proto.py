@@ -1,7 +1,7 @@
-"""P4Runtime message classes built at import time from ``p4runtime.binpb``.
+"""P4Runtime message classes built at import time from the schema in ``_schema.py``.
 
 Why not the PyPI ``p4runtime`` wheel: its generated code predates protobuf 4 and fails
-to import under the upb runtime.  ``p4runtime.binpb`` holds the same schema (P4Runtime
+to import under the upb runtime.  ``_schema.py`` holds the same schema (P4Runtime
 1.6.0, a superset of spec v1.4) as a ``FileDescriptorSet`` extracted from that wheel by
 ``_extract.py``; here it is registered in protobuf's default descriptor pool and the
 message classes are built by the running protobuf (``internal.builder``, the mechanism
@@ -14,8 +14,8 @@ and ``p4runtime_pb2_grpc`` beside this file.
 """
 from __future__ import annotations
 
+import base64
 import threading
-from pathlib import Path
 from typing import Any
 
 from google.protobuf import any_pb2  # noqa: F401  (registers google/protobuf/any.proto)
@@ -23,7 +23,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.internal import builder as _builder
 from google.rpc import status_pb2  # noqa: F401  (registers google/rpc/status.proto)
 
-_DESCRIPTORS = Path(__file__).with_name("p4runtime.binpb")
 _lock = threading.Lock()
 _built: dict[str, dict[str, Any]] = {}
 
@@ -32,7 +31,8 @@ def build(proto_name: str, module_name: str) -> dict[str, Any]:
     """Register the schema once and return the namespace of ``proto_name``'s classes."""
     with _lock:
         if not _built:
-            fds = descriptor_pb2.FileDescriptorSet.FromString(_DESCRIPTORS.read_bytes())
+            from ._schema import SCHEMA_B64
+            fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode("".join(SCHEMA_B64)))
             pool = descriptor_pool.Default()
             for fd in fds.file:  # in dependency order
                 try:

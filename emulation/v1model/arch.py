@@ -513,6 +513,16 @@ def _field_lists(meta: StructT) -> dict[int, list[str]]:
 
 def compile_ast(prog: A.Program, filename: str) -> Program:
     comp = Compiler(prog, V1Hooks(), filename)
+    try:
+        return _compile_ast(comp, prog, filename)
+    except (P4Error, RecursionError):
+        raise
+    except Exception as e:  # a front-end bug must still point at the program, never a bare traceback
+        raise P4Error(f"internal compiler error ({type(e).__name__}: {e}) near here; "
+                      f"this construct is probably not supported yet", comp.cur_loc) from e
+
+
+def _compile_ast(comp: Compiler, prog: A.Program, filename: str) -> Program:
     source, blocks = comp.build_module()
     if len(blocks) != 6 or tuple(n for n, _, _ in blocks) != V1SWITCH_PARAMS:
         names = [n for n, _, _ in blocks]

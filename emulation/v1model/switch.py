@@ -143,6 +143,7 @@ class Switch:
         if self.log: self._log(f"ingress: port {port}, {len(data)} bytes, instance_type {inst}")
         off = dp.parse(data, phv)
         payload = data[off:]
+        base = len(data) - hdr._vsize()     # packet_length = base + valid header bytes
         dp.verify_checksum(phv, payload)
         dp.ingress(phv)
         # 1. I2E clone: the packet as received by this pass, re-parsed
@@ -161,7 +162,7 @@ class Switch:
             for i, (p, rid) in enumerate(reps):
                 cp = dp.copy_phv(phv)
                 cp[2].egress_rid = rid
-                work.append(("e", (cp, payload), p, rid, REPLICATION))
+                work.append(("e", (cp, payload, base), p, rid, REPLICATION))
             return
         # 5. drop
         es = sm.egress_spec
@@ -169,8 +170,8 @@ class Switch:
             self._log("dropped at end of ingress (egress_spec == drop port)")
             return
         # 6. unicast
-        # unicast keeps the instance_type the packet had in ingress (BMv2 does not rewrite it)
-        work.append(("e", (phv, payload), es, None, None))
+        # current simple_switch sets instance_type NORMAL before enqueueing a unicast packet
+        work.append(("e", (phv, payload, base), es, None, NORMAL))
 
     def _reparse(self, data: bytes, port: int, inst: int, fl: Any) -> tuple:
         dp = self.dp
@@ -185,7 +186,7 @@ class Switch:
         if fl is not None:
             dp.restore_fields(meta, fl)
         sm.instance_type = inst
-        return (phv, data[off:])
+        return (phv, data[off:], len(data) - hdr._vsize())
 
     def _clone(self, session: int, make: Callable[[], tuple], work: deque) -> None:
         s = self.pre.sessions.get(session)
@@ -197,21 +198,23 @@ class Switch:
             work.append(("e", make(), port, None, None))
         if mgid:
             for p, rid in self.pre.replicas(mgid):
-                phv, pl = make()
+                phv, pl, base = make()
                 phv[2].egress_rid = rid
-                work.append(("e", (phv, pl), p, rid, None))
+                work.append(("e", (phv, pl, base), p, rid, None))
 
     def _egress(self, pp: tuple, port: int, rid: int | None, inst: int | None, work: deque,
                 out: list) -> None:
         dp, rt = self.dp, self.rt
-        phv, payload = pp
+        phv, payload, base = pp
         hdr, meta, sm = phv
         sm.egress_port = port
         sm.egress_spec = 0  # BMv2 sets drop_port+1, truncated to 9 bits
         if inst is not None:
             sm.instance_type = inst
         sm.egress_global_timestamp = self.now_us()
-        sm.packet_length = rt.plen.value if inst is None else sm.packet_length
+        # BMv2 refreshes packet_length at egress from its length register, which add_header and
+        # remove_header (setValid/setInvalid) adjust
+        sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
         rt.frame = fr = Frame()
         if self.log: self._log(f"egress: port {port}, instance_type {sm.instance_type}")
         dp.egress(phv)
@@ -226,8 +229,7 @@ class Switch:
                 if fl is not None:
                     dp.restore_fields(cp[1], fl)
                 cp[2].instance_type = EGRESS_CLONE
-                cp[2].packet_length = phv[2].packet_length
-                return (cp, payload)
+                return (cp, payload, base)
             self._clone(fr.clone_session, make, work)
         # 2. drop
         if sm.egress_spec == self.drop_port:
