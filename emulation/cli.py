@@ -90,9 +90,16 @@ def _p4_run(args: argparse.Namespace) -> int:
         print(e, file=sys.stderr)
         return 1
     if args.commands:
+        from emulation.stf.parser import StfError
         from emulation.stf.runner import apply_commands
-        with open(args.commands) as f:
-            apply_commands(sw, f.read(), args.commands)
+        try:
+            with open(args.commands) as f:
+                problems = apply_commands(sw, f.read(), args.commands)
+        except (StfError, OSError) as e:
+            print(e, file=sys.stderr)
+            return 2
+        for msg in problems or ():
+            print(msg, file=sys.stderr)
     for port, hexs in args.packet:
         data = bytes.fromhex(hexs.replace(" ", ""))
         print(f"in  port {port}: {data.hex()}")
@@ -133,12 +140,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="saatp", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     _add_p4(sub)
+    sub.add_parser("switch", help="the switch process, like simple_switch_grpc (saatp switch --help)",
+                   add_help=False)
     _add_plan(sub)
     _add_demo(sub)
     return ap
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["switch"]:
+        # the switch process keeps simple_switch_grpc's own command-line shape
+        from emulation.switchd import main as sw_main
+        return sw_main(argv[1:])
     args = build_parser().parse_args(argv)
     rc = args.func(args)
     return int(rc or 0)

@@ -52,4 +52,15 @@ if [[ ! -f $stamp_dir/project || $(cat "$stamp_dir/project") != "$sum" ]]; then
   "${pip[@]}" -e ".[dev]"
   echo "$sum" > "$stamp_dir/project"
 fi
+# p4runtime-shell pins an old protobuf, so it lives in a venv of its own; the interoperability
+# tests use it when present and skip (naming it) when it could not be installed.
+P4SH=${SAATP_P4SH_VENV:-$here/.venv-p4sh}
+if [[ -z ${SAATP_NO_P4SH:-} && ! -f $P4SH/.saatp-ok ]]; then
+  log "p4runtime-shell venv: $P4SH"
+  if "$PY" -m venv "$P4SH" && "$P4SH/bin/python" -m pip install -q --disable-pip-version-check p4runtime-shell; then
+    touch "$P4SH/.saatp-ok"
+  else
+    log "p4runtime-shell could not be installed; its tests will skip"
+  fi
+fi
 log "ready: $VENV"

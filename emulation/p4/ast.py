@@ -34,6 +34,11 @@ class TBit(TypeRef):
 
 
 @dataclass
+class TVarBit(TypeRef):
+    width: Any = 0
+
+
+@dataclass
 class TInfInt(TypeRef):
     pass
 
@@ -264,6 +269,24 @@ class Return(Stmt):
 
 @dataclass
 class Empty(Stmt):
+    pass
+
+
+@dataclass
+class For(Stmt):
+    inits: list = field(default_factory=list)
+    cond: Optional[Expr] = None
+    updates: list = field(default_factory=list)
+    body: Stmt = None
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
     pass
 
 
@@ -628,8 +651,7 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def varbit_type(self, meta, c):
-        from .errors import P4Unsupported
-        raise P4Unsupported("varbit is not supported by the embedded target", self._mloc(meta, c))
+        return TVarBit(loc=self._mloc(meta, c), width=self._width(c))
 
     @v_args(meta=True)
     def dontcare_type(self, meta, c):
@@ -1030,6 +1052,43 @@ class Builder(Transformer):
 
     def empty_decl(self, c):
         return None
+
+    @v_args(meta=True)
+    def for_stmt(self, meta, c):
+        inits, rest = c[0], c[1:]
+        cond = rest[0] if len(rest) == 3 else None
+        return For(loc=self._mloc(meta, c), inits=inits or [], cond=cond, updates=rest[-2] or [], body=rest[-1])
+
+    def for_inits(self, c):
+        return [x for x in c if x is not None]
+
+    for_updates = for_inits
+
+    @v_args(meta=True)
+    def for_var(self, meta, c):
+        return VarDecl(loc=self._mloc(meta, c), name=c[1], type=c[0], init=c[2])
+
+    @v_args(meta=True)
+    def for_assign(self, meta, c):
+        return Assign(loc=self._mloc(meta, c), lhs=c[0], rhs=c[1])
+
+    @v_args(meta=True)
+    def for_call(self, meta, c):
+        return self.call_stmt(c) if False else self._call_stmt(meta, c)
+
+    def _call_stmt(self, meta, c):
+        e = c[0]
+        if not isinstance(e, Call):
+            raise P4Error("syntax error: expected a call or an assignment", self._mloc(meta, c))
+        return CallStmt(loc=self._mloc(meta, c), call=e)
+
+    @v_args(meta=True)
+    def break_stmt(self, meta, c):
+        return Break(loc=self._mloc(meta, c))
+
+    @v_args(meta=True)
+    def continue_stmt(self, meta, c):
+        return Continue(loc=self._mloc(meta, c))
 
     @v_args(meta=True)
     def switch_stmt(self, meta, c):

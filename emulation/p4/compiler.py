@@ -33,7 +33,8 @@ from .errors import Loc, P4Error, P4Unsupported
 from .info import (ActionInfoP, ControllerHeaderInfo, ExternInstanceInfo, HeaderFieldInfo, KeyInfoP, ParamInfo,
                    ProgramInfo, TableActionRef, TableInfo)
 from .types import (ActionT, AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, InfInt,
-                    MatchKindT, StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, VoidT, is_composite, same)
+                    MatchKindT, StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, VarBit, VoidT, is_composite,
+                    same)
 
 CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort", "ParserTimeout",
                "ParserInvalidArgument"]
@@ -199,6 +200,7 @@ class Compiler:
         self._stmt_out = Out()
         self._lv_roots: list[str] = []
         self.cur_loc: Loc | None = None
+        self._loops = 0
 
     # ------------------------------------------------------------ utilities
     def fresh(self, base: str = "t") -> str:
@@ -224,6 +226,11 @@ class Compiler:
             if w <= 0 or (t.signed and w < 1):
                 raise self.err(f"invalid width {w}", t)
             return Bits(w, t.signed)
+        if isinstance(t, A.TVarBit):
+            w = self.const_int(t.width, scope, "width")
+            if w <= 0:
+                raise self.err(f"invalid varbit width {w}", t)
+            return VarBit(w)
         if isinstance(t, A.TBool):
             return BoolT()
         if isinstance(t, A.TError):
@@ -468,7 +475,11 @@ class Compiler:
                 raise self.err(f"duplicate field {f.name}", f)
             seen.add(f.name)
             ft = self.resolve_type(f.type, scope)
-            if isinstance(d, A.HeaderDecl) and not isinstance(ft, (Bits, BoolT)) and not (
+            if isinstance(ft, VarBit) and not isinstance(d, A.HeaderDecl):
+                raise self.err(f"varbit fields are only allowed in headers", f)
+            if isinstance(ft, VarBit) and any(isinstance(t, VarBit) for _, _, t in fields):
+                raise self.err(f"a header can have only one varbit field", f)
+            if isinstance(d, A.HeaderDecl) and not isinstance(ft, (Bits, BoolT, VarBit)) and not (
                     isinstance(ft, EnumT) and ft.repr is not None):
                 raise self.err(f"header field {f.name} must be bit<W>, int<W>, bool or a serializable enum, "
                                f"not {ft}", f)
@@ -501,6 +512,8 @@ class Compiler:
         return {k: " ".join(t.value for t in v) for k, v in anns.items()}
 
     def default_value(self, t: Ty) -> str:
+        if isinstance(t, VarBit):
+            return "(0, 0)"
         if isinstance(t, Bits) or isinstance(t, (ErrorT, EnumT)):
             if isinstance(t, EnumT) and t.repr is None:
                 return "0"
@@ -544,46 +557,98 @@ class Compiler:
             with o.block("def _eq(self, o):"):
                 conds = " and ".join(f"self.{p} == o.{p}" for p in names) or "True"
                 o(f"return self._valid == o._valid and (not self._valid or ({conds}))")
-            # extraction: one big integer, then shifts and masks
-            with o.block("def _extract(self, buf, off):"):
-                if nb:
-                    o(f"v = int.from_bytes(buf[off:off + {nb}], 'big')")
-                shift = ty.width
-                for _, p, t in ty.fields:
-                    w = t.width if isinstance(t, Bits) else (t.repr.width if isinstance(t, EnumT) else 1)
-                    shift -= w
-                    m = (1 << w) - 1
-                    x = f"(v >> {shift})" if shift else "v"
-                    x = f"({x} & {m:#x})" if shift + w < ty.width else x
-                    if isinstance(t, Bits) and t.signed:
-                        h = 1 << (w - 1)
-                        x = f"(({x} ^ {h:#x}) - {h:#x})"
-                    elif isinstance(t, BoolT):
-                        x = f"bool({x})"
-                    elif isinstance(t, EnumT) and t.repr is not None and t.repr.signed:
-                        h = 1 << (w - 1)
-                        x = f"(({x} ^ {h:#x}) - {h:#x})"
-                    o(f"self.{p} = {x}")
-                o("self._valid = True")
-            with o.block("def _bytes(self):"):
-                parts = []
-                shift = ty.width
-                for _, p, t in ty.fields:
-                    w = t.width if isinstance(t, Bits) else (t.repr.width if isinstance(t, EnumT) else 1)
-                    shift -= w
-                    x = f"self.{p}"
-                    if (isinstance(t, Bits) and t.signed) or (isinstance(t, EnumT) and t.repr and t.repr.signed):
-                        x = f"({x} & {(1 << w) - 1:#x})"
-                    elif isinstance(t, BoolT):
-                        x = f"int({x})"
-                    parts.append(f"({x} << {shift})" if shift else x)
-                if nb:
-                    o(f"return ({' | '.join(parts) or '0'}).to_bytes({nb}, 'big')")
-                else:
-                    o("return b''")
+            vb = ty.varbit
+            if vb is None:
+                self._gen_fixed_codec(ty, o, nb)
+            else:
+                self._gen_varbit_codec(ty, o, nb)
             with o.block("def _int(self):"):
                 o(f"return int.from_bytes(self._bytes(), 'big')")
         o("")
+
+    @staticmethod
+    def _fw(t) -> int:
+        return t.width if isinstance(t, Bits) else (t.repr.width if isinstance(t, EnumT) else 1)
+
+    def _field_from(self, x: str, t, w: int) -> str:
+        if isinstance(t, Bits) and t.signed or isinstance(t, EnumT) and t.repr is not None and t.repr.signed:
+            h = 1 << (w - 1)
+            return f"(({x} ^ {h:#x}) - {h:#x})"
+        if isinstance(t, BoolT):
+            return f"bool({x})"
+        return x
+
+    def _field_to(self, x: str, t, w: int) -> str:
+        if (isinstance(t, Bits) and t.signed) or (isinstance(t, EnumT) and t.repr and t.repr.signed):
+            return f"({x} & {(1 << w) - 1:#x})"
+        if isinstance(t, BoolT):
+            return f"int({x})"
+        return x
+
+    def _gen_fixed_codec(self, ty: HeaderT, o: Out, nb: int) -> None:
+        # extraction: one big integer, then shifts and masks
+        with o.block("def _extract(self, buf, off):"):
+            if nb:
+                o(f"v = int.from_bytes(buf[off:off + {nb}], 'big')")
+            shift = ty.width
+            for _, p, t in ty.fields:
+                w = self._fw(t)
+                shift -= w
+                x = f"(v >> {shift})" if shift else "v"
+                x = f"({x} & {(1 << w) - 1:#x})" if shift + w < ty.width else x
+                o(f"self.{p} = {self._field_from(x, t, w)}")
+            o("self._valid = True")
+        with o.block("def _bytes(self):"):
+            parts = []
+            shift = ty.width
+            for _, p, t in ty.fields:
+                w = self._fw(t)
+                shift -= w
+                x = self._field_to(f"self.{p}", t, w)
+                parts.append(f"({x} << {shift})" if shift else x)
+            if nb:
+                o(f"return ({' | '.join(parts) or '0'}).to_bytes({nb}, 'big')")
+            else:
+                o("return b''")
+
+    def _gen_varbit_codec(self, ty: HeaderT, o: Out, nb: int) -> None:
+        """Headers with a varbit field: the field holds (value, width); sizes are dynamic."""
+        vmax = ty.varbit[2].max_width
+        with o.block("def _extract_v(self, pkt, vbits):"):
+            o(f"if vbits > {vmax}: raise ParserReject(4)")       # HeaderTooShort (P4_16 spec 12.8.2)
+            o("if vbits % 8: raise ParserReject(6)")             # ParserInvalidArgument
+            o(f"n = {nb} + (vbits >> 3)")
+            o("off = pkt.off")
+            o("if off + n > pkt.n: raise ParserReject(1)")
+            o("v = int.from_bytes(pkt.buf[off:off + n], 'big')")
+            o("pos = 0")
+            for _, p, t in reversed(ty.fields):
+                if isinstance(t, VarBit):
+                    o(f"self.{p} = ((v >> pos) & ((1 << vbits) - 1), vbits)")
+                    o("pos += vbits")
+                else:
+                    w = self._fw(t)
+                    o(f"self.{p} = {self._field_from(f'((v >> pos) & {(1 << w) - 1:#x})', t, w)}")
+                    o(f"pos += {w}")
+            o("pkt.off = off + n")
+            o("self._valid = True")
+        with o.block("def _extract(self, buf, off):"):
+            o(f"raise ParserReject(6)")
+        with o.block("def _bytes(self):"):
+            o("v = 0")
+            o("n = 0")
+            for _, p, t in ty.fields:
+                if isinstance(t, VarBit):
+                    o(f"fv, fw = self.{p}")
+                    o("v = (v << fw) | fv")
+                    o("n += fw")
+                else:
+                    w = self._fw(t)
+                    o(f"v = (v << {w}) | {self._field_to(f'self.{p}', t, w)}")
+                    o(f"n += {w}")
+            o("return v.to_bytes(n >> 3, 'big')")
+        with o.block("def _nbytes(self):"):
+            o(f"return {nb} + (self.{ty.varbit[1]}[1] >> 3)")
 
     def gen_struct_class(self, ty: StructT) -> None:
         o = self.classes
@@ -609,10 +674,14 @@ class Compiler:
                 # bytes of the valid headers inside (BMv2's packet length follows add/remove header)
                 terms = []
                 for _, p, t in ty.fields:
-                    if isinstance(t, HeaderT):
+                    if isinstance(t, HeaderT) and t.varbit is not None:
+                        terms.append(f"(self.{p}._nbytes() if self.{p}._valid else 0)")
+                    elif isinstance(t, HeaderT):
                         terms.append(f"({t.width // 8} if self.{p}._valid else 0)")
                     elif isinstance(t, StructT):
                         terms.append(f"self.{p}._vsize()")
+                    elif isinstance(t, StackT) and t.elem.varbit is not None:
+                        terms.append(f"sum(e._nbytes() for e in self.{p}.elems if e._valid)")
                     elif isinstance(t, StackT):
                         terms.append(f"{t.elem.width // 8} * sum(1 for e in self.{p}.elems if e._valid)")
                 o(f"return {' + '.join(terms) or '0'}")
@@ -1349,6 +1418,29 @@ class Compiler:
             pass
         elif isinstance(s, A.Switch):
             self.gen_switch(s, scope, out, fn)
+        elif isinstance(s, A.For):
+            inner = Scope(scope)
+            for st in s.inits:
+                self.stmt(st, inner, out, fn)
+            first = self.fresh("first")
+            out(f"{first} = True")
+            with out.block("while True:"):
+                with out.block(f"if not {first}:"):
+                    for st in s.updates:
+                        self.stmt(st, inner, out, fn)
+                out(f"{first} = False")
+                if s.cond is not None:
+                    cc, ct = self.expr(s.cond, inner)
+                    if not isinstance(ct, BoolT):
+                        raise self.err(f"the condition of for must be bool, not {ct}", s.cond)
+                    out(f"if not {cc}: break")
+                self._loops += 1
+                self.stmt_scoped(s.body, inner, out, fn)
+                self._loops -= 1
+        elif isinstance(s, (A.Break, A.Continue)):
+            if not self._loops:
+                raise self.err(f"{'break' if isinstance(s, A.Break) else 'continue'} outside a loop", s)
+            out("break" if isinstance(s, A.Break) else "continue")
         else:
             raise self.err(f"unsupported statement {type(s).__name__}", s)
 

@@ -197,6 +197,9 @@ def tokenize(text: str, filename: str = "<string>", linemap: LineMap | None = No
     _, lit = _parser()
     src = _Src(text, linemap, filename)
     toks = _fold_annotations(_raw_tokens(src, lit), src)
+    # annotations on block statements (@atomic { ... }) carry no meaning for this target
+    toks = [t for i, t in enumerate(toks)
+            if not (t.type == "ANNOTATION" and i + 1 < len(toks) and toks[i + 1].value == "{")]
     tnames = _type_names(toks)
     for t in toks:
         if t.type == "IDENTIFIER" and t.value in tnames:
@@ -235,9 +238,6 @@ def parse(text: str, filename: str = "<string>", linemap: LineMap | None = None)
     src = _Src(text, linemap, filename)
     toks = tokenize(text, filename, linemap)
     for t in toks:
-        if t.value == "varbit" and t.type != "IDENTIFIER":
-            raise P4Unsupported("varbit (variable-size bit fields) is not supported by the embedded target",
-                                src.loc(t.line, t.column))
         if t.value == "header_union" and t.type != "IDENTIFIER":
             raise P4Unsupported("header_union is not supported by the embedded target",
                                 src.loc(t.line, t.column))

@@ -24,6 +24,15 @@ class Bits(Ty):
 
 
 @dataclass(frozen=True)
+class VarBit(Ty):
+    """varbit<N>: a value is the pair (value, current width in bits)."""
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class InfInt(Ty):
     def __str__(self) -> str:
         return "int"
@@ -90,8 +99,15 @@ class HeaderT(Ty):
 
     @property
     def width(self) -> int:
-        return sum(t.width if isinstance(t, Bits) else t.repr.width if isinstance(t, EnumT) and t.repr else 1
-                   for _, _, t in self.fields)
+        return sum(t.width if isinstance(t, Bits) else t.repr.width if isinstance(t, EnumT) and t.repr else
+                   0 if isinstance(t, VarBit) else 1 for _, _, t in self.fields)
+
+    @property
+    def varbit(self):
+        for f in self.fields:
+            if isinstance(f[2], VarBit):
+                return f
+        return None
 
     def field(self, name: str):
         for f in self.fields:
@@ -181,7 +197,7 @@ class TypeVarT(Ty):
 
 
 def is_scalar(t: Ty) -> bool:
-    return isinstance(t, (Bits, InfInt, BoolT, ErrorT, EnumT, StringT, MatchKindT, AnyT, TypeVarT))
+    return isinstance(t, (Bits, VarBit, InfInt, BoolT, ErrorT, EnumT, StringT, MatchKindT, AnyT, TypeVarT))
 
 
 def is_composite(t: Ty) -> bool:

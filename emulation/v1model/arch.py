@@ -21,7 +21,7 @@ from emulation.p4.compiler import ArchHooks, Compiler, InstSym, Out, Scope
 from emulation.p4.errors import P4Error, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
 from emulation.p4.types import (AnyT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
-                                is_composite)
+                                VarBit, is_composite)
 
 from . import externs as X
 from .match import Exact, Lpm, Optional_, Range, Ternary
@@ -158,7 +158,22 @@ class V1Hooks(ArchHooks):
     def _packet_in(self, comp, oc, method, call, scope, out):
         if method == "extract":
             if len(call.args) == 2:
-                raise P4Unsupported("extract with a size (varbit headers) is not supported", call.loc)
+                e, size = call.args[0].value, call.args[1].value
+                sc, st = comp.expr(size, scope, Bits(32))
+                if isinstance(e, A.Member) and e.name == "next":
+                    stc, stt = comp.expr(e.obj, scope)
+                    if not isinstance(stt, StackT) or stt.elem.varbit is None:
+                        raise comp.err("extract with a size needs a header with a varbit field", e)
+                    out(f"_s = {stc}")
+                    out("_h = _s.next_()")
+                    out(f"_h._extract_v({oc}, {sc})")
+                    out("_s.nxt += 1")
+                    return None
+                c, t = comp.expr(e, scope)
+                if not isinstance(t, HeaderT) or t.varbit is None:
+                    raise comp.err("extract with a size needs a header with a varbit field", e)
+                out(f"{c}._extract_v({oc}, {sc})")
+                return None
             (e,) = self._args(comp, call, 1, "extract")
             if isinstance(e, A.Member) and e.name == "next":
                 sc, st = comp.expr(e.obj, scope)
@@ -176,6 +191,8 @@ class V1Hooks(ArchHooks):
             c, t = comp.expr(e, scope)
             if not isinstance(t, HeaderT):
                 raise comp.err(f"extract needs a header, not {t}", e)
+            if t.varbit is not None:
+                raise comp.err(f"header {t} has a varbit field: extract it with a size, extract(h, bits)", e)
             comp.lvalue(e, scope)
             nb = t.width // 8
             out(f"_o = {oc}.off")
@@ -228,7 +245,9 @@ class V1Hooks(ArchHooks):
         items: list[tuple[str, int]] = []
 
         def add(code, t, node):
-            if isinstance(t, Bits):
+            if isinstance(t, VarBit):
+                items.append((code, -1))
+            elif isinstance(t, Bits):
                 items.append((f"({code} & {t.mask:#x})" if t.signed else code, t.width))
             elif isinstance(t, BoolT):
                 items.append((f"int({code})", 1))
@@ -248,10 +267,14 @@ class V1Hooks(ArchHooks):
         else:
             c, t = comp.expr(e, scope)
             add(c, t, e)
-        total = sum(w for _, w in items)
-        pad = (-total) % 8
         if not items:
             return "b''"
+        if any(w < 0 for _, w in items):
+            # a varbit field makes the width dynamic: concatenate at run time
+            pairs = ", ".join(c if w < 0 else f"({c}, {w})" for c, w in items)
+            return f"_concat_fields(({pairs},))"
+        total = sum(w for _, w in items)
+        pad = (-total) % 8
         parts = []
         shift = total + pad
         for c, w in items:
@@ -350,7 +373,8 @@ class V1Hooks(ArchHooks):
             if n != 2:
                 raise comp.err("digest(receiver, data) takes two arguments", call)
             rc, rtt = comp.expr(args[0], scope, Bits(32))
-            dc, dt = comp.expr(args[1], scope)
+            want = comp.resolve_type(call.type_args[0], scope) if call.type_args else None
+            dc, dt = comp.expr(args[1], scope, want if isinstance(want, StructT) else None)
             if isinstance(dt, StructT):
                 tname = dt.name
                 fields = "{" + ", ".join(f"{n!r}: {dc}.{p}" for n, p, _ in dt.fields) + "}"
@@ -381,6 +405,11 @@ class V1Hooks(ArchHooks):
             out(f"if not {cc}: RT.assert_fail({name!r}, {str(call.loc)!r})")
             return None
         raise P4Unsupported(f"extern function {name} is not supported by the embedded v1model target", call.loc)
+
+
+def _concat_fields(pairs) -> bytes:
+    from .hashes import concat_fields
+    return concat_fields(pairs)
 
 
 def _lookahead_hdr(pkt: pyrt.PacketIn, cls):
@@ -414,7 +443,7 @@ class Program:
             "X": X, "Table": Table, "KeyInfo": KeyInfo, "ActionInfo": ActionInfo, "Exact": Exact, "Lpm": Lpm,
             "Ternary": Ternary, "Range": Range, "Optional_": Optional_, "Stack": pyrt.Stack,
             "ParserReject": pyrt.ParserReject, "P4Exit": pyrt.P4Exit, "_rt": pyrt, "DirectMeter": DirectMeter,
-            "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen",
+            "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen", "_concat_fields": _concat_fields,
         }
         code = compile(source, f"<p4:{os.path.basename(filename)}>", "exec")
         exec(code, ns)

@@ -26,6 +26,7 @@ extern packet_out {
     void emit<T>(in T hdr);
 }
 
+@noWarn("unused")
 action NoAction() {}
 
 match_kind {
