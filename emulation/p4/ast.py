@@ -347,6 +347,7 @@ class HeaderDecl(Decl):
 @dataclass
 class StructDecl(Decl):
     fields: list = field(default_factory=list)
+    union: bool = False         # header_union
 
 
 @dataclass
@@ -723,8 +724,9 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def union_decl(self, meta, c):
-        from .errors import P4Unsupported
-        raise P4Unsupported("header_union is not supported by the embedded target", self._mloc(meta, c))
+        d = self._fields_decl(StructDecl, meta, c)
+        d.union = True
+        return d
 
     @v_args(meta=True)
     def field(self, meta, c):

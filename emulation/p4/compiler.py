@@ -201,6 +201,7 @@ class Compiler:
         self._lv_roots: list[str] = []
         self.cur_loc: Loc | None = None
         self._loops = 0
+        self._last_obj_code: dict[int, str] = {}
 
     # ------------------------------------------------------------ utilities
     def fresh(self, base: str = "t") -> str:
@@ -502,7 +503,13 @@ class Compiler:
                     annotations=self.ann_text(d.annotations), name=nm, type_name=d.name,
                     fields=[HeaderFieldInfo(n, t.width if isinstance(t, Bits) else 1) for n, _, t in fields]))
         else:
-            ty = StructT(d.name, fields, d.annotations, cls, fann)
+            union = getattr(d, "union", False)
+            if union:
+                cls = "U_" + d.name
+                for fn_, _, ft in fields:
+                    if not isinstance(ft, HeaderT):
+                        raise self.err(f"header_union member {fn_} must be a header, not {ft}", d)
+            ty = StructT(d.name, fields, d.annotations, cls, fann, union)
             self.structs.append(ty)
             self.gen_struct_class(ty)
         return ty
@@ -740,6 +747,8 @@ class Compiler:
         if want is not None and isinstance(ty, InfInt):
             code, ty = self.unify_int(code, ty, want, e)
         e.type = ty
+        if isinstance(ty, StructT) and ty.union:
+            self._last_obj_code[id(e)] = code
         return code, ty
 
     def _expr(self, e: A.Expr, scope: Scope, want: Optional[Ty]) -> tuple[str, Ty]:
@@ -1040,10 +1049,13 @@ class Compiler:
         cc, ct = self.expr(e.c, scope)
         if not isinstance(ct, BoolT):
             raise self.err(f"the condition of ?: must be bool, not {ct}", e.c)
-        tc, tt = self.expr(e.t, scope, want)
-        fc, ft = self.expr(e.f, scope, want if not isinstance(tt, Bits) else tt)
+        tc, tt = self.expr(e.t, scope, None)
+        fc, ft = self.expr(e.f, scope, tt if isinstance(tt, Bits) else None)
         if isinstance(tt, InfInt) and isinstance(ft, Bits):
             tc, tt = self.unify_int(tc, tt, ft, e.t)
+        elif isinstance(tt, InfInt) and isinstance(ft, InfInt) and isinstance(want, Bits):
+            tc, tt = self.unify_int(tc, tt, want, e.t)
+            fc, ft = self.unify_int(fc, ft, want, e.f)
         if not same(tt, ft) and not isinstance(ft, InfInt):
             raise self.err(f"type mismatch in ?: between {tt} and {ft}", e)
         return f"({tc} if {cc} else {fc})", tt
@@ -1274,12 +1286,15 @@ class Compiler:
                 if name != "apply":
                     raise self.err(f"a table has no method {name}", e)
                 return f"{ot.table.py}()", ApplyResultT(ot.table)
+            if isinstance(ot, StructT) and ot.union and name == "isValid":
+                return "(" + " or ".join(f"{oc}.{p}._valid" for _, p, _ in ot.fields) + ")", BoolT()
             if isinstance(ot, HeaderT):
                 if name == "isValid":
                     return f"{oc}._valid", BoolT()
                 if name == "setValid":
                     out(f"_h = {oc}")
                     out("if not _h._valid: _h._zero(); _h._valid = True")
+                    self.union_siblings_invalid(f.obj, out)
                     return None
                 if name == "setInvalid":
                     out(f"{oc}._valid = False")
@@ -1340,6 +1355,17 @@ class Compiler:
                 return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
             raise self.err(f"{f.name} is not callable", f)
         raise self.err("this expression is not callable", e)
+
+    def union_siblings_invalid(self, hexpr: A.Expr, out: Out) -> None:
+        """After a header_union member becomes valid, the other members become invalid (spec 8.20)."""
+        if isinstance(hexpr, A.Member) and isinstance(hexpr.obj.type, StructT) and hexpr.obj.type.union:
+            u = hexpr.obj.type
+            base = self._last_obj_code.get(id(hexpr.obj))
+            if base is None:
+                return
+            for n, p, _ in u.fields:
+                if n != hexpr.name:
+                    out(f"{base}.{p}._valid = False")
 
     def call_block_apply(self, oc: str, ot: BlockT, e: A.Call, scope: Scope, out: Out):
         d = ot.decl

@@ -237,10 +237,6 @@ def parse(text: str, filename: str = "<string>", linemap: LineMap | None = None)
     p, lit = _parser()
     src = _Src(text, linemap, filename)
     toks = tokenize(text, filename, linemap)
-    for t in toks:
-        if t.value == "header_union" and t.type != "IDENTIFIER":
-            raise P4Unsupported("header_union is not supported by the embedded target",
-                                src.loc(t.line, t.column))
     try:
         return p.parse(toks), src
     except UnexpectedToken as e:

@@ -123,6 +123,7 @@ class StructT(Ty):
     annotations: dict = field(default_factory=dict)
     cls: str = ""
     field_annotations: dict = field(default_factory=dict)   # p4name -> annotations
+    union: bool = False     # header_union: at most one member header is valid
 
     def __str__(self) -> str:
         return self.name

@@ -191,6 +191,7 @@ class V1Hooks(ArchHooks):
             c, t = comp.expr(e, scope)
             if not isinstance(t, HeaderT):
                 raise comp.err(f"extract needs a header, not {t}", e)
+            comp.union_siblings_invalid(e, out)
             if t.varbit is not None:
                 raise comp.err(f"header {t} has a varbit field: extract it with a size, extract(h, bits)", e)
             comp.lvalue(e, scope)
