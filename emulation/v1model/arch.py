@@ -67,6 +67,8 @@ class V1Hooks(ArchHooks):
             if not isinstance(t, Bits):
                 raise comp.err(f"register cells must be bit<W> or int<W>, not {t}", inst.decl)
             out(f"{py} = X.Register({full!r}, {size}, {t.width}, {t.signed}, RT.log_fn)")
+            out(f"{py}_c = {py}.cells")     # the generated code reads and writes cells directly
+            inst.size = size
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="register", name=full, size=size,
                                                         width=t.width, signed=t.signed))
         elif kind == "counter":
@@ -122,7 +124,12 @@ class V1Hooks(ArchHooks):
                 rc, rt, assign = comp.lvalue(res, scope)
                 comp.check_assignable(t, rt, res)
                 ic, it = comp.expr(idx, scope, Bits(32))
-                for s in assign(f"{oc}.read({ic}, {rc})"):
+                size = getattr(ety, "size", None)
+                i = comp.fresh("i")
+                out(f"{i} = {ic}")
+                # in bounds: the cell; out of bounds: BMv2 leaves the destination as it was (logged)
+                lo = f"0 <= {i} < " if isinstance(it, Bits) and it.signed else f"{i} < "
+                for s in assign(f"({oc}_c[{i}] if {lo}{oc}.size else {oc}.read({i}, {rc}))"):
                     out(s)
                 return None
             if method == "write":
@@ -130,7 +137,11 @@ class V1Hooks(ArchHooks):
                 ic, it = comp.expr(idx, scope, Bits(32))
                 vc, vt = comp.expr(val, scope, t)
                 comp.check_assignable(t, vt, val)
-                out(f"{oc}.write({ic}, {vc})")
+                i = comp.fresh("i")
+                out(f"{i} = {ic}")
+                lo = f"0 <= {i} < " if isinstance(it, Bits) and it.signed else f"{i} < "
+                out(f"if {lo}{oc}.size: {oc}_c[{i}] = {vc}")
+                out(f"else: {oc}.write({i}, {vc})")
                 return None
         if kind == "counter" and method == "count":
             (idx,) = self._args(comp, call, 1, "counter.count")
@@ -450,6 +461,9 @@ class Program:
         exec(code, ns)
         self.ns = ns
         self.hdr_cls, self.meta_cls, self.sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
+        # what the switch must maintain per packet: skipped when the program never reads it
+        self.uses_packet_length = ".packet_length" in source
+        self.uses_timestamps = "_global_timestamp" in source
 
     def instantiate(self, rt: Any) -> "Datapath":
         return Datapath(self, rt)

@@ -109,7 +109,8 @@ class Register:
         self.cells[index] = value
 
     def reset(self) -> None:
-        self.cells = [0] * self.size
+        # in place: the generated code holds a reference to this list
+        self.cells[:] = [0] * self.size
 
 
 @dataclass

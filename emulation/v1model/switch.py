@@ -75,6 +75,8 @@ class Switch:
         self.program = program
         self.dp = program.instantiate(self.rt)
         self.tables: dict[str, Table] = self.dp.tables
+        self._uses_plen = getattr(program, "uses_packet_length", True)
+        self._uses_ts = getattr(program, "uses_timestamps", True)
         self.externs: dict[str, Any] = self.dp.externs
 
     @classmethod
@@ -134,8 +136,8 @@ class Switch:
         sm.ingress_port = port
         sm.instance_type = inst
         sm.packet_length = len(data)
-        now = self.now_us()
-        sm.ingress_global_timestamp = now
+        if self._uses_ts:
+            sm.ingress_global_timestamp = self.now_us()
         if preserved is not None:
             dp.restore_fields(meta, preserved)
         rt.plen.value = len(data)
@@ -143,7 +145,7 @@ class Switch:
         if self.log: self._log(f"ingress: port {port}, {len(data)} bytes, instance_type {inst}")
         off = dp.parse(data, phv)
         payload = data[off:]
-        base = len(data) - hdr._vsize()     # packet_length = base + valid header bytes
+        base = len(data) - hdr._vsize() if self._uses_plen else 0   # packet_length = base + valid header bytes
         dp.verify_checksum(phv, payload)
         dp.ingress(phv)
         # 1. I2E clone: the packet as received by this pass, re-parsed
@@ -211,10 +213,12 @@ class Switch:
         sm.egress_spec = 0  # BMv2 sets drop_port+1, truncated to 9 bits
         if inst is not None:
             sm.instance_type = inst
-        sm.egress_global_timestamp = self.now_us()
+        if self._uses_ts:
+            sm.egress_global_timestamp = self.now_us()
         # BMv2 refreshes packet_length at egress from its length register, which add_header and
         # remove_header (setValid/setInvalid) adjust
-        sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
+        if self._uses_plen:
+            sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
         rt.frame = fr = Frame()
         if self.log: self._log(f"egress: port {port}, instance_type {sm.instance_type}")
         dp.egress(phv)
