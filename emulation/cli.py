@@ -108,21 +108,39 @@ def _p4_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_plan(sub: argparse._SubParsersAction) -> None:
-    plan = sub.add_parser("plan", help="scheduling planners for heterogeneous clusters")
-    s = plan.add_subparsers(dest="planner", required=True, metavar="{umpipe,lyapunov,cgp}")
-    for name, mod, helptext in (
-            ("umpipe", "host_agent.scheduling.umpipe.cli", "unequal-microbatch pipelines (DGAP/TiDGAP) vs GPipe/PipeDream"),
-            ("lyapunov", "host_agent.scheduling.online.cli", "online joint DP+MP planner (drift-plus-penalty)"),
-            ("cgp", "host_agent.scheduling.cgp.cli", "cooperative grouping: intra-group sync, inter-group async")):
-        p = s.add_parser(name, help=helptext)
-        try:
-            m = importlib.import_module(mod)
-        except ImportError as e:  # pragma: no cover - reported when used
-            p.set_defaults(func=lambda a, e=e: _missing(e))
-            continue
-        m.add_arguments(p)
-        p.set_defaults(func=m.run)
+# subcommands whose implementation is imported only when they run (they pull numpy, torch,
+# matplotlib): (group, name) -> (module, help)
+LAZY = {
+    ("plan", "umpipe"): ("host_agent.scheduling.umpipe.cli",
+                         "unequal-microbatch pipelines (DGAP/TiDGAP) vs GPipe/PipeDream"),
+    ("plan", "lyapunov"): ("host_agent.scheduling.online.cli", "online joint DP+MP planner (drift-plus-penalty)"),
+    ("plan", "cgp"): ("host_agent.scheduling.cgp.cli", "cooperative grouping: intra-group sync, inter-group async"),
+    ("experiment", "straggler"): ("host_agent.experiment", "SA-ATP vs baselines on the in-process harness"),
+    ("experiment", "mininet"): ("emulation.net.runner", "the same in Mininet, with saatp switch or BMv2"),
+}
+GROUP_HELP = {"plan": "scheduling planners for heterogeneous clusters",
+              "experiment": "protocol experiments (SA-ATP and baselines)"}
+
+
+def _add_lazy_groups(sub: argparse._SubParsersAction) -> None:
+    for group, ghelp in GROUP_HELP.items():
+        g = sub.add_parser(group, help=ghelp)
+        names = [n for (gr, n) in LAZY if gr == group]
+        s = g.add_subparsers(dest=group, required=True, metavar="{" + ",".join(names) + "}")
+        for (gr, n), (_, h) in LAZY.items():
+            if gr == group:
+                s.add_parser(n, help=h, add_help=False)
+
+
+def _run_lazy(group: str, name: str, rest: list[str]) -> int:
+    mod, h = LAZY[(group, name)]
+    try:
+        m = importlib.import_module(mod)
+    except ImportError as e:
+        return _missing(e)
+    p = argparse.ArgumentParser(prog=f"saatp {group} {name}", description=h)
+    m.add_arguments(p)
+    return int(m.run(p.parse_args(rest)) or 0)
 
 
 def _missing(e: Exception) -> int:
@@ -142,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_p4(sub)
     sub.add_parser("switch", help="the switch process, like simple_switch_grpc (saatp switch --help)",
                    add_help=False)
-    _add_plan(sub)
+    _add_lazy_groups(sub)
     _add_demo(sub)
     return ap
 
@@ -153,6 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the switch process keeps simple_switch_grpc's own command-line shape
         from emulation.switchd import main as sw_main
         return sw_main(argv[1:])
+    if len(argv) >= 2 and (argv[0], argv[1]) in LAZY:
+        return _run_lazy(argv[0], argv[1], argv[2:])
     args = build_parser().parse_args(argv)
     rc = args.func(args)
     return int(rc or 0)
