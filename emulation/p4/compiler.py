@@ -492,8 +492,11 @@ class Compiler:
         if isinstance(d, A.HeaderDecl):
             ty = HeaderT(d.name, fields, d.annotations, cls)
             w = ty.width
-            if w % 8:
-                raise self.err(f"header {d.name} is {w} bits long; headers must be a whole number of bytes", d)
+            if w % 8 and ty.varbit is not None:
+                raise self.err(f"header {d.name} with a varbit field is {w} bits long without it; "
+                               f"such headers must be a whole number of bytes", d)
+            # like p4c's BMv2 back end, a header that is not a whole number of bytes gets hidden
+            # padding bits at its end (kept from the packet, emitted back, zero after setValid)
             self.headers.append(ty)
             self.gen_header_class(ty)
             if "controller_header" in d.annotations:
@@ -540,7 +543,9 @@ class Compiler:
     def gen_header_class(self, ty: HeaderT) -> None:
         o = self.classes
         names = [p for _, p, _ in ty.fields]
-        nb = ty.width // 8
+        nb = (ty.width + 7) // 8
+        if ty.width % 8:
+            names = names + ["_pad"]
         with o.block(f"class {ty.cls}:"):
             o(f"__slots__ = {tuple(['_valid'] + names)!r}")
             o(f"_NB = {nb}")
@@ -548,6 +553,8 @@ class Compiler:
                 o("self._valid = False")
                 for _, p, t in ty.fields:
                     o(f"self.{p} = {self.default_value(t)}")
+                if ty.width % 8:
+                    o("self._pad = 0")
             with o.block("def _copy(self):"):
                 o(f"c = {ty.cls}.__new__({ty.cls})")
                 o("c._valid = self._valid")
@@ -561,8 +568,10 @@ class Compiler:
             with o.block("def _zero(self):"):
                 for _, p, t in ty.fields:
                     o(f"self.{p} = {self.default_value(t)}")
+                if ty.width % 8:
+                    o("self._pad = 0")
             with o.block("def _eq(self, o):"):
-                conds = " and ".join(f"self.{p} == o.{p}" for p in names) or "True"
+                conds = " and ".join(f"self.{p} == o.{p}" for p in names if p != "_pad") or "True"
                 o(f"return self._valid == o._valid and (not self._valid or ({conds}))")
             vb = ty.varbit
             if vb is None:
@@ -597,22 +606,27 @@ class Compiler:
         with o.block("def _extract(self, buf, off):"):
             if nb:
                 o(f"v = int.from_bytes(buf[off:off + {nb}], 'big')")
-            shift = ty.width
+            total = nb * 8
+            shift = total
             for _, p, t in ty.fields:
                 w = self._fw(t)
                 shift -= w
                 x = f"(v >> {shift})" if shift else "v"
-                x = f"({x} & {(1 << w) - 1:#x})" if shift + w < ty.width else x
+                x = f"({x} & {(1 << w) - 1:#x})" if shift + w < total else x
                 o(f"self.{p} = {self._field_from(x, t, w)}")
+            if shift:
+                o(f"self._pad = v & {(1 << shift) - 1:#x}")
             o("self._valid = True")
         with o.block("def _bytes(self):"):
             parts = []
-            shift = ty.width
+            shift = total
             for _, p, t in ty.fields:
                 w = self._fw(t)
                 shift -= w
                 x = self._field_to(f"self.{p}", t, w)
                 parts.append(f"({x} << {shift})" if shift else x)
+            if shift:
+                parts.append("self._pad")
             if nb:
                 o(f"return ({' | '.join(parts) or '0'}).to_bytes({nb}, 'big')")
             else:
@@ -684,13 +698,13 @@ class Compiler:
                     if isinstance(t, HeaderT) and t.varbit is not None:
                         terms.append(f"(self.{p}._nbytes() if self.{p}._valid else 0)")
                     elif isinstance(t, HeaderT):
-                        terms.append(f"({t.width // 8} if self.{p}._valid else 0)")
+                        terms.append(f"({(t.width + 7) // 8} if self.{p}._valid else 0)")
                     elif isinstance(t, StructT):
                         terms.append(f"self.{p}._vsize()")
                     elif isinstance(t, StackT) and t.elem.varbit is not None:
                         terms.append(f"sum(e._nbytes() for e in self.{p}.elems if e._valid)")
                     elif isinstance(t, StackT):
-                        terms.append(f"{t.elem.width // 8} * sum(1 for e in self.{p}.elems if e._valid)")
+                        terms.append(f"{(t.elem.width + 7) // 8} * sum(1 for e in self.{p}.elems if e._valid)")
                 o(f"return {' + '.join(terms) or '0'}")
         o("")
 
@@ -872,8 +886,37 @@ class Compiler:
         code = f"(({src} >> {lo}) & {(1 << w) - 1:#x})" if lo else f"({src} & {(1 << w) - 1:#x})"
         return code, Bits(w)
 
+    def _bmv2_unmasked_shift(self, e: A.Expr, scope, to: Bits):
+        """BMv2 quirk: p4c rewrites ``x * 2^k`` into ``x << k`` and does not mask shift results,
+        and BMv2 evaluates expressions in arbitrary precision; so ``(bit<16>)(ihl * 4)`` with
+        ``bit<4> ihl = 5`` gives 20, not 4, on BMv2 (p4c's checksum-l4-bmv2 test relies on it).
+        Reproduced only for an unsigned left shift / power-of-two product directly under a
+        widening cast; everywhere else arithmetic wraps as the spec says."""
+        if not isinstance(e, A.Binary) or e.op not in ("<<", "*"):
+            return None
+        k = None
+        if e.op == "<<":
+            k = self.const_eval(e.r, scope)
+            base = e.l
+        else:
+            for a, b in ((e.l, e.r), (e.r, e.l)):
+                v = self.const_eval(b, scope)
+                if isinstance(v, int) and not isinstance(v, bool) and v > 0 and v & (v - 1) == 0:
+                    k, base = v.bit_length() - 1, a
+                    break
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            return None
+        bc, bt = self.expr(base, scope)
+        if not isinstance(bt, Bits) or bt.signed or to.width <= bt.width:
+            return None
+        return f"(({bc} << {k}) & {to.mask:#x})"
+
     def x_Cast(self, e: A.Cast, scope, want):
         to = self.resolve_type(e.to, scope)
+        if isinstance(to, Bits) and not to.signed:
+            q = self._bmv2_unmasked_shift(e.e, scope, to)
+            if q is not None:
+                return q, to
         c, t = self.expr(e.e, scope, to if isinstance(to, Bits) else None)
         if isinstance(to, Bits):
             if isinstance(t, InfInt) or (isinstance(t, Bits) and t == to):

@@ -190,7 +190,7 @@ class V1Hooks(ArchHooks):
                 sc, st = comp.expr(e.obj, scope)
                 if not isinstance(st, StackT):
                     raise comp.err("next applies to header stacks", e)
-                nb = st.elem.width // 8
+                nb = (st.elem.width + 7) // 8
                 out(f"_s = {sc}")
                 out("_h = _s.next_()")
                 out(f"_o = {oc}.off")
@@ -206,7 +206,7 @@ class V1Hooks(ArchHooks):
             if t.varbit is not None:
                 raise comp.err(f"header {t} has a varbit field: extract it with a size, extract(h, bits)", e)
             comp.lvalue(e, scope)
-            nb = t.width // 8
+            nb = (t.width + 7) // 8
             out(f"_o = {oc}.off")
             out(f"if _o + {nb} > {oc}.n: raise ParserReject(1)")
             out(f"{c}._extract({oc}.buf, _o)")
