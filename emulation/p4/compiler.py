@@ -2040,16 +2040,7 @@ class Compiler:
                 given = given[ndir:] if len(given) == len(s.decl.params) else given
                 if len(given) != len(data):
                     raise self.err(f"default action {fnode.name} takes {len(data)} action data argument(s)", e)
-                for p, a in zip(data, given):
-                    pt = self.resolve_type(p.type, scope)
-                    v = self.const_eval(a.value, scope)
-                    if v is None:
-                        c, _ = self.expr(a.value, scope, pt)
-                        try:
-                            v = int(c)
-                        except ValueError:
-                            raise self.err("default action arguments must be compile-time constants", a.value) from None
-                    dflt_args.append(int(v) & ((1 << self.bit_width(pt, p)) - 1))
+                dflt_args = self.const_action_data(data, given, scope, "default action")
             elif [p for p in s.decl.params if p.direction == ""]:
                 raise self.err(f"default action {fnode.name} needs its action data arguments", e)
         else:
@@ -2112,6 +2103,21 @@ class Compiler:
             o("r[0](*r[1])")
             o("return r")
 
+    def const_action_data(self, params: list, args: list, scope: Scope, what: str) -> list[int]:
+        """Compile-time values of action data arguments (default actions, const entries)."""
+        out = []
+        for p, a in zip(params, args):
+            pt = self.resolve_type(p.type, scope)
+            v = self.const_eval(a.value, scope)
+            if v is None:
+                c, _ = self.expr(a.value, scope, pt)
+                try:
+                    v = int(c)
+                except ValueError:
+                    raise self.err(f"{what} arguments must be compile-time constants", a.value) from None
+            out.append(int(v) & ((1 << self.bit_width(pt, p)) - 1))
+        return out
+
     def gen_entries(self, d: A.TableDecl, tpy: str, keys: list, acts: list, scope: Scope, o: Out) -> None:
         n = len(d.entries)
         explicit = any(en.priority is not None or "priority" in en.annotations for en in d.entries)
@@ -2133,17 +2139,7 @@ class Compiler:
             data = [p for p in s.decl.params if p.direction == ""]
             if len(en.action.args) != len(data):
                 raise self.err(f"action {en.action.name} takes {len(data)} argument(s)", en)
-            args = []
-            for p, a in zip(data, en.action.args):
-                pt = self.resolve_type(p.type, scope)
-                v = self.const_eval(a.value, scope)
-                if v is None:
-                    c, _ = self.expr(a.value, scope, pt)
-                    try:
-                        v = int(c)
-                    except ValueError:
-                        raise self.err("entry action arguments must be compile-time constants", a.value) from None
-                args.append(int(v) & ((1 << self.bit_width(pt, p)) - 1))
+            args = self.const_action_data(data, en.action.args, scope, "entry action")
             prio = None
             if en.priority is not None:
                 prio = self.const_int(en.priority, scope, "priority")

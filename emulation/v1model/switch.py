@@ -32,7 +32,7 @@ class P4AssertionError(RuntimeError):
     """An ``assert``/``assume`` in the program failed (BMv2 aborts the process)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     """Per-pass requests made by externs (clone, resubmit, recirculate, truncate)."""
     clone_session: int | None = None
