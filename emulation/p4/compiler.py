@@ -105,6 +105,7 @@ class TableSym:
     py: str
     full: str
     actions: list = field(default_factory=list)  # [(ActionSym, ActionRef)]
+    applied: Any = None         # where it is applied (at most one call site per control)
 
 
 class Scope:
@@ -1328,6 +1329,11 @@ class Compiler:
             if isinstance(ot, TableT):
                 if name != "apply":
                     raise self.err(f"a table has no method {name}", e)
+                tsym = ot.table
+                if tsym.applied is not None and tsym.applied != e.loc:
+                    raise self.err(f"table {tsym.decl.name} is applied more than once in this control "
+                                   f"(first at {tsym.applied}); p4c refuses this for BMv2", e)
+                tsym.applied = e.loc
                 return f"{ot.table.py}()", ApplyResultT(ot.table)
             if isinstance(ot, StructT) and ot.union and name == "isValid":
                 return "(" + " or ".join(f"{oc}.{p}._valid" for _, p, _ in ot.fields) + ")", BoolT()
@@ -1639,6 +1645,13 @@ class Compiler:
 
     def gen_action(self, a: ActionSym, scope: Scope, out: Out, cells: list[str]) -> None:
         d = a.decl
+        seen_data = None
+        for p in d.params:
+            if p.direction == "":
+                seen_data = p
+            elif seen_data is not None:
+                raise self.err(f"action {d.name}: directional parameter {p.name} follows the directionless "
+                               f"parameter {seen_data.name}; directionless (action data) parameters come last", p)
         inner = Scope(scope)
         pys, outs, sig = self.func_params(d.params, scope, inner)
         for p in d.params:

@@ -133,7 +133,9 @@ class Switch:
         dp, rt = self.dp, self.rt
         phv = dp.new_phv()
         hdr, meta, sm = phv
-        sm.ingress_port = port
+        # resubmitted and recirculated packets start with all metadata reset, ingress_port
+        # included (BMv2 copy_ingress_pkt); only @field_list fields come back
+        sm.ingress_port = port if inst == NORMAL else 0
         sm.instance_type = inst
         sm.packet_length = len(data)
         if self._uses_ts:
@@ -179,8 +181,7 @@ class Switch:
         dp = self.dp
         phv = dp.new_phv()
         hdr, meta, sm = phv
-        sm.ingress_port = port
-        sm.packet_length = len(data)
+        sm.packet_length = len(data)     # metadata reset (ingress_port too), as BMv2's clone does
         saved = self.rt.frame
         self.rt.frame = Frame()
         off = dp.parse(data, phv)

@@ -1,9 +1,11 @@
-"""The P4Runtime server against a real gRPC client, on a stand-in target (no compiler needed)."""
+"""The P4Runtime server against a real gRPC client, on the real front end running
+tests/p4runtime/programs/router_cpu.p4 (pushed as P4 source in the device config)."""
 from __future__ import annotations
 
 import io
 import time
 import zipfile
+from pathlib import Path
 
 import grpc
 import pytest
@@ -11,26 +13,22 @@ from google.rpc import code_pb2
 
 from emulation.p4runtime import p4runtime_pb2 as pb
 from emulation.p4runtime.client import P4RuntimeClient, WriteError
-from emulation.p4runtime.device import Device, DeviceConfigError, compile_device_config
-from emulation.p4runtime.fake_target import FakeRouterSwitch
+from emulation.p4runtime.device import Device, DeviceConfigError, _compile_source, compile_device_config
 from emulation.p4runtime.p4info import p4info_from_program
 from emulation.p4runtime.server import P4RuntimeServer, decode_bytes, encode_bytes, P4RTError
+from emulation.v1model.hashes import csum16
 from emulation.v1model.match import Lpm, Ternary
+from emulation.v1model.switch import Switch
 
-SOURCE = b"// fake_router.p4\n"
-
-
-def fake_compile(text, filename, include_dirs, **kw):
-    if "fake_router" not in text:
-        raise ValueError(f"{filename}:1:1: error: syntax error")
-    return FakeRouterSwitch(cpu_port=kw.get("cpu_port"))
+ROUTER = Path(__file__).resolve().parent / "programs" / "router_cpu.p4"
+SOURCE = ROUTER.read_bytes()
+CPU_PORT = 64          # the program's CPU_PORT constant
 
 
 @pytest.fixture
 def env():
     sent = []
-    dev = Device(device_id=1, cpu_port=64, compile_source=fake_compile,
-                 transmit=lambda p, f: sent.append((p, f)))
+    dev = Device(device_id=1, cpu_port=CPU_PORT, transmit=lambda p, f: sent.append((p, f)))
     srv = P4RuntimeServer(dev, "127.0.0.1:0").start()
     clients = []
 
@@ -44,7 +42,7 @@ def env():
     srv.stop(0)
 
 
-P4INFO = p4info_from_program(FakeRouterSwitch())
+P4INFO = p4info_from_program(Switch.from_file(str(ROUTER), cpu_port=CPU_PORT))
 
 
 def test_bytestrings():
@@ -139,15 +137,17 @@ def test_pipeline_set_get_verify(env):
 def test_bundle_device_config(tmp_path):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("main.p4", '#include "lib.p4"\n// fake_router\n')
-        z.writestr("lib.p4", "// lib\n")
+        z.writestr("main.p4", '// the router, through an include\n#include "lib.p4"\n')
+        z.writestr("lib.p4", SOURCE)
     seen = {}
 
     def comp(text, filename, include_dirs, **kw):
         seen["text"], seen["file"], seen["inc"] = text, filename, include_dirs
-        return fake_compile(text, filename, include_dirs, **kw)
-    sw = compile_device_config(buf.getvalue(), compile_source=comp)
-    assert isinstance(sw, FakeRouterSwitch) and seen["file"].endswith("main.p4")
+        return _compile_source(text, filename, include_dirs, **kw)
+    sw = compile_device_config(buf.getvalue(), compile_source=comp, switch_kw={"cpu_port": CPU_PORT})
+    assert isinstance(sw, Switch) and seen["file"].endswith("main.p4")
+    assert {t.name for t in sw.program.info.tables} == {"MyIngress.ipv4_lpm", "MyIngress.acl"}
+    assert sw.cpu_port == CPU_PORT
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         z.writestr("a.p4", "x")
@@ -162,7 +162,6 @@ def test_bundle_device_config(tmp_path):
 
 
 def _frame(dst_ip: int, ttl: int = 64, src_mac=b"\x02\0\0\0\0\x01", dst_mac=b"\x02\0\0\0\0\xfe") -> bytes:
-    from emulation.p4runtime.fake_target import _csum16
     ip = bytearray(20)
     ip[0] = 0x45
     ip[2:4] = (20 + 8).to_bytes(2, "big")
@@ -170,7 +169,7 @@ def _frame(dst_ip: int, ttl: int = 64, src_mac=b"\x02\0\0\0\0\x01", dst_mac=b"\x
     ip[9] = 17
     ip[12:16] = bytes([10, 0, 1, 1])
     ip[16:20] = dst_ip.to_bytes(4, "big")
-    ip[10:12] = _csum16(bytes(ip)).to_bytes(2, "big")
+    ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
     return dst_mac + src_mac + b"\x08\x00" + bytes(ip) + bytes(8)
 
 

@@ -140,17 +140,18 @@ def check_pcaps(pcap_dir: Path, topo):
     assert any(b"hello-saatp" in f for f in udp_out)
 
 
-def test_fake_target_in_process_over_veths(topo, tmp_path):
-    """The switch machinery (raw ports, pcap, P4Runtime) with the hand-written router target."""
+def test_router_in_process_over_veths(topo, tmp_path):
+    """The switch machinery (raw ports, pcap, P4Runtime) in-process, running router_cpu.p4."""
     from emulation.p4runtime.client import P4RuntimeClient
-    from emulation.p4runtime.fake_target import FakeRouterSwitch
     from emulation.ports import PcapTap, PcapWriter
     from emulation.switchd import SwitchDaemon
+    from emulation.v1model.switch import Switch
     ports = {}
     for i, ifname in topo.sw_if.items():
         ports[i] = PcapTap(RawSocketPort(ifname), PcapWriter(tmp_path / f"{ifname}_in.pcap"),
                            PcapWriter(tmp_path / f"{ifname}_out.pcap"))
-    d = SwitchDaemon(ports, FakeRouterSwitch(), grpc_addr="127.0.0.1:0").start()
+    sw = Switch.from_file(str(REPO / "tests" / "p4runtime" / "programs" / "router_cpu.p4"))
+    d = SwitchDaemon(ports, sw, grpc_addr="127.0.0.1:0").start()
     try:
         with P4RuntimeClient(d.grpc_address, device_id=0, election_id=1) as c:
             c.load_p4info()

@@ -13,12 +13,19 @@ import grpc
 import pytest
 
 from emulation.p4runtime.client import P4RuntimeClient
-from emulation.p4runtime.fake_target import FakeRouterSwitch, _csum16
 from emulation.ports import ImpairedPort, Impairment, PcapTap, PcapWriter, UdpTunnelPort, read_pcap
 from emulation.switchd import SwitchDaemon, UsageError, main, parse_args
+from emulation.v1model.hashes import csum16
 from emulation.v1model.match import Lpm
+from emulation.v1model.switch import Switch
 
 REPO = Path(__file__).resolve().parents[2]
+# an IPv4 router with a CPU port (64), flooding to group 1, a digest, counters and a register
+ROUTER = REPO / "tests" / "p4runtime" / "programs" / "router_cpu.p4"
+
+
+def router(cpu_port: int | None = None) -> Switch:
+    return Switch.from_file(str(ROUTER), cpu_port=cpu_port)
 
 
 def free_udp_ports(n: int) -> list[int]:
@@ -48,7 +55,7 @@ def ipv4_frame(dst_ip: bytes, src_ip: bytes, ttl: int = 64, payload: bytes = b"x
     ip[2:4] = (20 + 8 + len(payload)).to_bytes(2, "big")
     ip[8], ip[9] = ttl, 17
     ip[12:16], ip[16:20] = src_ip, dst_ip
-    ip[10:12] = _csum16(bytes(ip)).to_bytes(2, "big")
+    ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
     udp = (4000).to_bytes(2, "big") + (5000).to_bytes(2, "big") + (8 + len(payload)).to_bytes(2, "big") + b"\0\0"
     return dst_mac + src_mac + b"\x08\x00" + bytes(ip) + udp + payload
 
@@ -135,7 +142,7 @@ def udp_switch(tmp_path):
                            PcapWriter(tmp_path / f"{port.name}_out.pcap"))
     ports[3] = ImpairedPort(ports[3], Impairment(loss=50, seed=11))
     hosts = {1: Host(p[1], p[0]), 2: Host(p[3], p[2]), 3: Host(p[5], p[4])}
-    d = SwitchDaemon(ports, FakeRouterSwitch(cpu_port=64), cpu_port=64, grpc_addr="127.0.0.1:0").start()
+    d = SwitchDaemon(ports, router(cpu_port=64), cpu_port=64, grpc_addr="127.0.0.1:0").start()
     yield d, hosts, tmp_path
     d.stop()
     for h in hosts.values():
@@ -189,7 +196,7 @@ def test_router_over_udp_tunnels_with_controller_and_pcap(udp_switch):
 def test_port_failure_stops_daemon():
     p = free_udp_ports(2)
     port = UdpTunnelPort(p[0], "127.0.0.1", p[1])
-    d = SwitchDaemon({1: port}, FakeRouterSwitch(), grpc_addr=None).start()
+    d = SwitchDaemon({1: port}, router(), grpc_addr=None).start()
     port.close()                           # the link goes away
     assert d.wait(3)
     assert "went away" in d.stop_reason

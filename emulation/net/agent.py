@@ -1,0 +1,270 @@
+"""Per-host workloads, run inside Mininet hosts (``python -m emulation.net.agent KIND ...``).
+
+Every workload writes one JSON result file (``--out``), the contract of the runner's
+pluggable agent command:
+
+    {"workload": ..., "rank": R, "host": ..., "ok": bool, "iters": [{"time_s": ..,
+     "digest": sha256 of the int32 result (ring)}, ...], ...}
+
+* ``ring``: the host-only ring all-reduce baseline (:class:`host_agent.baselines.ring.RingWorker`)
+  over UDP sockets between hosts; inputs are a deterministic function of (seed, iteration,
+  rank), so the sum is checked exactly here and again by the runner;
+* ``saatp``: one SA-ATP worker (:class:`host_agent.worker.Worker`) talking to the switch's
+  aggregation address (the switch runs ``p4src/saatp.p4``, configured by the controller);
+* ``echo``: UDP echo to every peer (RTT and loss), a connectivity/latency probe.
+
+``--start-at`` (a ``time.time()`` value) lines all ranks up; ``--delay-ms`` makes this host
+a straggler (it sleeps that long before each iteration, as slow compute would).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import sys
+import threading
+import time
+
+import numpy as np
+
+ECHO_PORT = 9002
+
+
+def ring_input(seed: int, it: int, rank: int, n: int) -> np.ndarray:
+    return np.random.default_rng([seed, it, rank]).integers(-1000, 1000, n, dtype=np.int32)
+
+
+def expected_sum(seed: int, it: int, nranks: int, n: int) -> np.ndarray:
+    acc = np.zeros(n, np.int64)
+    for r in range(nranks):
+        acc += ring_input(seed, it, r, n)
+    return acc.astype(np.int32)
+
+
+def digest(v: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(v, dtype="<i4").tobytes()).hexdigest()
+
+
+def _wait_start(t: float | None) -> None:
+    if t:
+        d = t - time.time()
+        if d > 0:
+            time.sleep(d)
+
+
+def run_ring(a: argparse.Namespace) -> dict:
+    from host_agent import wire
+    from host_agent.baselines.ring import RingWorker
+    from host_agent.clock import RealClock
+
+    peers = a.hosts.split(",")
+    n = len(peers)
+    loop = RealClock()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+    sock.bind(("0.0.0.0", a.port or wire.RING_PORT))
+    sock.setblocking(False)
+    port = a.port or wire.RING_PORT
+    stats = {"tx": 0, "rx": 0, "tx_err": 0}
+
+    def send_to(peer: int, data: bytes) -> None:
+        try:
+            sock.sendto(data, (peers[peer], port))
+            stats["tx"] += 1
+        except OSError:
+            stats["tx_err"] += 1
+
+    w = RingWorker(a.rank, n, a.k, loop, send_to, window=a.window, rto=a.rto)
+
+    def readable() -> None:
+        for _ in range(256):
+            try:
+                data = sock.recv(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            stats["rx"] += 1
+            w.on_message(data)
+    loop.add_reader(sock, readable)
+    _wait_start(a.start_at)
+    iters = []
+    ok = True
+    t_all = time.monotonic()
+    for it in range(a.iters):
+        if a.delay_ms:
+            time.sleep(a.delay_ms / 1000)
+        q = ring_input(a.seed, it, a.rank, a.elements)
+        t0 = time.monotonic()
+        w.start(it, q)
+        done = loop.run(lambda: w.done, timeout=a.timeout)
+        t1 = time.monotonic()
+        rec = {"iter": it, "time_s": t1 - t0, "done": done, "resent": w.resent, "sent": w.sent}
+        if done:
+            res, ovf = w.result()
+            exact = bool(np.array_equal(res, expected_sum(a.seed, it, n, a.elements)))
+            rec.update(digest=digest(res), exact=exact, overflow=bool(ovf))
+            ok &= exact
+        else:
+            ok = False
+            iters.append(rec)
+            break
+        iters.append(rec)
+        # let the last unacknowledged chunks reach the next rank before moving on
+        loop.run(lambda: not w.unacked and not w.pending_acks, timeout=min(2.0, a.timeout))
+    # answer late retransmissions for a moment so that slower ranks can finish
+    loop.run(None, timeout=a.linger)
+    loop.remove_reader(sock)
+    sock.close()
+    return {"ok": ok, "iters": iters, "elements": a.elements, "nranks": n, "total_s": time.monotonic() - t_all,
+            "bad_messages": w.bad, **stats}
+
+
+def run_saatp(a: argparse.Namespace) -> dict:
+    """One SA-ATP worker (``host_agent.worker.Worker``) over a kernel UDP socket to the
+    switch's aggregation address; iterations are numbered 1..iters (0 is not a valid
+    SA-ATP iteration)."""
+    from host_agent import wire
+    from host_agent.clock import RealClock
+    from host_agent.transport import UdpSocketTransport
+    from host_agent.worker import AgentConfig, Worker
+
+    n = len(a.hosts.split(","))
+    cfg = AgentConfig(job=a.job, nworkers=n, k=a.k, pool=a.window, t_s=a.t_s)
+    loop = RealClock()
+    tr = UdpSocketTransport(loop, ("0.0.0.0", a.port or wire.SA_PORT), (a.agg_ip, a.port or wire.SA_PORT))
+    w = Worker(a.rank, cfg, loop, tr.send)
+    tr.set_receiver(w.on_message)
+    _wait_start(a.start_at)
+    iters = []
+    ok = True
+    t_all = time.monotonic()
+    for it in range(1, a.iters + 1):
+        if a.delay_ms:
+            time.sleep(a.delay_ms / 1000)
+        q = ring_input(a.seed, it, a.rank, a.elements)
+        t0 = time.monotonic()
+        w.start(it, q)
+        done = loop.run(lambda: w.done, timeout=a.timeout)
+        rec = {"iter": it, "time_s": time.monotonic() - t0, "done": done}
+        if not done:
+            ok = False
+            iters.append(rec)
+            break
+        res, ovf = w.result()
+        exact = bool(np.array_equal(res, expected_sum(a.seed, it, n, a.elements)))
+        rec.update(digest=digest(res), exact=exact, overflow=bool(ovf))
+        ok &= exact
+        iters.append(rec)
+    # stay for late peers: the worker caches results and may be its job's helper
+    loop.run(None, timeout=a.linger)
+    tr.close()
+    return {"ok": ok, "iters": iters, "elements": a.elements, "nranks": n, "total_s": time.monotonic() - t_all,
+            "stats": w.stats.as_dict(), "helper": w.helper.stats.as_dict(), "tx": tr.tx, "rx": tr.rx,
+            "tx_dropped": tr.tx_dropped}
+
+
+def run_echo(a: argparse.Namespace) -> dict:
+    peers = [p for p in a.hosts.split(",")]
+    me = peers[a.rank]
+    srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    srv.bind(("0.0.0.0", a.port or ECHO_PORT))
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                data, addr = srv.recvfrom(2048)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            srv.sendto(data, addr)
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    _wait_start(a.start_at)
+    cli = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    cli.settimeout(a.rto * 20)
+    per_peer = {}
+    ok = True
+    for j, peer in enumerate(peers):
+        if peer == me:
+            continue
+        rtts, lost = [], 0
+        for i in range(a.iters):
+            if a.delay_ms:
+                time.sleep(a.delay_ms / 1000)
+            msg = f"{a.rank}:{j}:{i}".encode().ljust(64, b".")
+            t0 = time.monotonic()
+            cli.sendto(msg, (peer, a.port or ECHO_PORT))
+            try:
+                while True:
+                    data, _ = cli.recvfrom(2048)
+                    if data == msg:
+                        rtts.append(time.monotonic() - t0)
+                        break
+            except socket.timeout:
+                lost += 1
+        per_peer[peer] = {"sent": a.iters, "lost": lost,
+                          "rtt_ms_mean": 1000 * float(np.mean(rtts)) if rtts else None,
+                          "rtt_ms_max": 1000 * float(np.max(rtts)) if rtts else None}
+        ok &= lost < a.iters
+    time.sleep(a.linger)
+    stop.set()
+    th.join(1)
+    srv.close()
+    cli.close()
+    iters = [{"iter": 0, "time_s": float(np.mean([p["rtt_ms_mean"] or 0 for p in per_peer.values()]) / 1000)}]
+    return {"ok": ok, "peers": per_peer, "iters": iters}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m emulation.net.agent", description=__doc__.splitlines()[0])
+    ap.add_argument("workload", choices=["ring", "echo", "saatp"])
+    ap.add_argument("--rank", type=int, required=True)
+    ap.add_argument("--hosts", required=True, help="comma-separated IPv4 addresses, in rank order")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--host", default=os.uname().nodename)
+    ap.add_argument("--elements", type=int, default=4096)
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--k", type=int, default=64, help="int32 values per message (power of two)")
+    ap.add_argument("--window", type=int, default=32)
+    ap.add_argument("--rto", type=float, default=0.05)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--delay-ms", type=float, default=0.0)
+    ap.add_argument("--start-at", type=float, default=None)
+    ap.add_argument("--timeout", type=float, default=30.0, help="per iteration")
+    ap.add_argument("--linger", type=float, default=1.0)
+    ap.add_argument("--agg-ip", default="10.0.0.254", help="saatp: the switch's aggregation address")
+    ap.add_argument("--job", type=int, default=0, help="saatp: job id")
+    ap.add_argument("--t-s", type=float, default=0.05, help="saatp: straggler threshold T_s (s)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    n = len(a.hosts.split(","))
+    if not 0 <= a.rank < n:
+        print(f"agent: rank {a.rank} out of range for {n} hosts", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    try:
+        res = {"ring": run_ring, "echo": run_echo, "saatp": run_saatp}[a.workload](a)
+    except Exception as e:  # noqa: BLE001 - the result file says what went wrong
+        res = {"ok": False, "error": f"{type(e).__name__}: {e}", "iters": []}
+    res.update(workload=a.workload, rank=a.rank, host=a.host, delay_ms=a.delay_ms, started=t0,
+               pid=os.getpid())
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(tmp, a.out)
+    return 0 if res["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
