@@ -225,12 +225,12 @@ def run(args: argparse.Namespace) -> int:
         print("saatp experiment mininet: simple_switch_grpc (BMv2) is not on PATH; use --switch saatp",
               file=sys.stderr)
         return 2
-    if args.switch == "bmv2" and not args.program:
-        print("saatp experiment mininet: --switch bmv2 needs --program PROG.json and --p4info FILE "
-              "(compile with p4c-bm2-ss --p4runtime-files)", file=sys.stderr)
-        return 2
     try:
         spec = make_spec(args)
+        if args.switch == "bmv2" and not args.program and not all(
+                sw.runtime and sw.runtime.get("bmv2_json") for sw in spec.switches.values()):
+            raise ValueError("--switch bmv2 needs --program PROG.json and --p4info FILE (compile with "
+                             "p4c-bm2-ss --p4runtime-files), or runtime JSONs naming bmv2_json and p4info")
         delay, cpu = parse_stragglers(args.straggler, list(spec.hosts))
         impair = parse_impairs(args.impair, spec)
     except (TopologyError, ValueError) as e:
@@ -301,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         s.stop()
         results["leftovers"] = s.leftovers()
+        results["switch_exit_status"] = s.switch_exit
         if results["leftovers"]:
             print(f"saatp experiment mininet: left behind: {results['leftovers']}", file=sys.stderr)
             rc = rc or 1

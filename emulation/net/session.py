@@ -62,6 +62,23 @@ def processes_in_netns(inodes: set[int]) -> list[int]:
     return out
 
 
+def runtime_artifacts(sp) -> tuple[str | None, str | None]:
+    """(bmv2_json, p4info) named by a switch's runtime JSON, as existing paths (or None)."""
+    from .topo import TopologyError, _find_file
+    base = Path(sp.runtime_path).parent if sp.runtime_path else Path.cwd()
+    out = []
+    for key in ("bmv2_json", "p4info"):
+        v = sp.runtime.get(key)
+        if not v:
+            out.append(None)
+            continue
+        try:
+            out.append(str(_find_file(v, [base, base.parent, Path.cwd()])))
+        except TopologyError as e:
+            raise TopologyError(f"{sp.name}: runtime JSON's {key}: {e}") from None
+    return out[0], out[1]
+
+
 def link_exists(name: str) -> bool:
     return os.path.exists(f"/sys/class/net/{name}")
 
@@ -89,9 +106,14 @@ class NetSession:
         if switch != "saatp" and any(imp.values()):
             raise ValueError("link impairments need saatp switch (BMv2 has no per-port impairment; tc is unavailable)")
         self.params: dict[str, dict] = {}
+        self.p4infos: dict[str, str | None] = {}
         for i, name in enumerate(spec.switches):
             sp = spec.switches[name]
-            p: dict[str, Any] = {"program": sp.program or self.program, "device_id": i,
+            prog, self.p4infos[name] = sp.program or self.program, p4info
+            if switch == "bmv2" and sp.runtime and not prog:
+                # the tutorials' runtime JSON names p4c's outputs (relative to the exercise folder)
+                prog, self.p4infos[name] = runtime_artifacts(sp)
+            p: dict[str, Any] = {"program": prog, "device_id": i,
                                  "log_dir": str(self.logs), "log_console": log_console}
             if pcap:
                 p["pcap_dir"] = str(self.out / "pcap" / name)
@@ -106,9 +128,16 @@ class NetSession:
         self.agents: list[Any] = []
         self.cpu_limits: list[CpuLimit] = []
         self.stopped = False
+        self.switch_exit: dict[str, int | None] = {}   # exit status of each switch process (0 = clean)
 
     # ---------------------------------------------------------------- life cycle
     def start(self) -> "NetSession":
+        taken = sorted(n for n in os.listdir("/sys/class/net")
+                       if any(n.startswith(f"{sw}-eth") for sw in self.spec.switches))
+        if taken:
+            raise RuntimeError(f"interface(s) {', '.join(taken)} exist already (another Mininet network with "
+                               "the same switch names is running, or a crashed run left them): "
+                               f"remove them with `ip link del NAME` or rename the switches")
         self.net = build_net(self.spec, self.cls, self.params)
         try:
             self.net.build()
@@ -151,7 +180,7 @@ class NetSession:
         for name, node in self.switch_nodes().items():
             c = connect(node.grpc_address, node.device_id)
             self.clients[name] = c
-            ensure_pipeline(c, self.kind, node.program, self.p4info)
+            ensure_pipeline(c, self.kind, node.program, self.p4infos.get(name))
             rt = self.spec.switches[name].runtime or builtin[name]
             counts[name] = apply_runtime(c, rt)
         return counts
@@ -170,7 +199,7 @@ class NetSession:
         (name, node), = self.switch_nodes().items()
         c = connect(node.grpc_address, node.device_id)
         self.clients[name] = c
-        ensure_pipeline(c, self.kind, node.program, self.p4info)
+        ensure_pipeline(c, self.kind, node.program, self.p4infos.get(name))
         ctl = Controller(P4RuntimeTarget(c), self.spec.agg_mac, self.spec.agg_ip)
         ports = {}
         for w, (hn, h) in enumerate(self.spec.hosts.items()):
@@ -288,8 +317,8 @@ class NetSession:
             lim.remove()
         if self.net is not None:
             for sw in self.net.switches:
-                if hasattr(sw, "stop_process"):
-                    sw.stop_process()
+                if hasattr(sw, "stop_process") and sw.proc is not None:
+                    self.switch_exit[sw.name] = sw.stop_process()
             self.net.stop()
 
     def leftovers(self) -> list[str]:

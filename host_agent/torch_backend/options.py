@@ -1,0 +1,135 @@
+"""Options of the ``saatp`` torch.distributed backend.
+
+Every field can be given three ways, highest precedence first:
+
+1. a :class:`SAATPOptions` passed as ``pg_options=`` to ``init_process_group`` / ``new_group``;
+2. an environment variable (listed beside each field);
+3. the default below.
+
+Only fields left at ``None`` in a passed ``SAATPOptions`` fall back to the environment, so a
+partial options object is fine.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+ENGINES = ("auto", "ring", "switch")
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return int(raw, 0)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
+def _env_float(name: str) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not a number") from None
+
+
+def _env_str(name: str) -> str | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return raw.strip()
+
+
+# (field name, environment variable, parser, default)
+_FIELDS = (
+    ("engine", "SAATP_ENGINE", _env_str, "auto"),
+    ("chunk_size", "SAATP_CHUNK", _env_int, 64),
+    ("window", "SAATP_WINDOW", _env_int, 32),
+    ("straggler_ms", "SAATP_STRAGGLER_MS", _env_float, 50.0),
+    ("quant_frac_bits", "SAATP_QUANT_BITS", _env_int, None),
+    ("switch", "SAATP_SWITCH", _env_str, None),
+    ("job_id", "SAATP_JOB_ID", _env_int, None),
+    ("host", "SAATP_HOST", _env_str, "127.0.0.1"),
+    ("log", "SAATP_LOG", _env_int, 1),
+)
+
+
+@dataclass
+class SAATPOptions:
+    """Backend options (``None`` = take the environment variable, else the default).
+
+    engine           SAATP_ENGINE        ``auto`` (switch if ``host_agent.sa_atp_engine`` is
+                                         importable, else ring), ``ring`` or ``switch``
+    chunk_size       SAATP_CHUNK         K: elements per SA-ATP chunk / packet (default 64)
+    window           SAATP_WINDOW        P: switch slots per job = chunks in flight per worker (32)
+    straggler_ms     SAATP_STRAGGLER_MS  T_s: straggler threshold in milliseconds (50)
+    quant_frac_bits  SAATP_QUANT_BITS    fixed-point fractional bits for int32 quantization;
+                                         None = the engine chooses per tensor from max |x|
+    switch           SAATP_SWITCH        ``host:port`` of a running switch; None = start one
+                                         for the job on the embedded P4 target (switch engine)
+    job_id           SAATP_JOB_ID        SA-ATP job id on the switch (0..255); None = allocate
+    host             SAATP_HOST          address the host-path TCP mesh binds (127.0.0.1)
+    log              SAATP_LOG           1 = print the engine choice on rank 0; 0 = quiet
+    """
+
+    engine: str | None = None
+    chunk_size: int | None = None
+    window: int | None = None
+    straggler_ms: float | None = None
+    quant_frac_bits: int | None = None
+    switch: str | None = None
+    job_id: int | None = None
+    host: str | None = None
+    log: int | None = None
+    # free-form extra settings handed unchanged to the switch engine
+    extra: dict = field(default_factory=dict)
+
+    def resolved(self) -> "SAATPOptions":
+        """A copy with every ``None`` field filled from the environment or the default, validated."""
+        out = dataclasses.replace(self, extra=dict(self.extra))
+        for name, env, parse, default in _FIELDS:
+            if getattr(out, name) is None:
+                val = parse(env)
+                setattr(out, name, default if val is None else val)
+        out.validate()
+        return out
+
+    def validate(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"saatp: engine must be one of {ENGINES}, got {self.engine!r}")
+        if not isinstance(self.chunk_size, int) or self.chunk_size <= 0 or self.chunk_size & (self.chunk_size - 1):
+            raise ValueError(f"saatp: chunk_size (K) must be a positive power of two, got {self.chunk_size!r}")
+        if not isinstance(self.window, int) or self.window <= 0:
+            raise ValueError(f"saatp: window must be a positive integer, got {self.window!r}")
+        if not (self.straggler_ms > 0):
+            raise ValueError(f"saatp: straggler_ms must be > 0, got {self.straggler_ms!r}")
+        if self.quant_frac_bits is not None and not (0 <= self.quant_frac_bits <= 30):
+            raise ValueError(f"saatp: quant_frac_bits must be in 0..30, got {self.quant_frac_bits!r}")
+        if self.job_id is not None and not (0 <= self.job_id <= 255):
+            raise ValueError(f"saatp: job_id must be in 0..255, got {self.job_id!r}")
+        if self.switch is not None:
+            host, sep, port = self.switch.rpartition(":")
+            if not sep or not host or not port.isdigit() or not (0 < int(port) < 65536):
+                raise ValueError(f"saatp: switch address must be host:port, got {self.switch!r}")
+
+
+def resolve(options) -> SAATPOptions:
+    """Accept ``None``, a :class:`SAATPOptions` or a ``dict`` of field values."""
+    if options is None:
+        return SAATPOptions().resolved()
+    if isinstance(options, SAATPOptions):
+        return options.resolved()
+    if isinstance(options, dict):
+        known = {f.name for f in dataclasses.fields(SAATPOptions)}
+        bad = sorted(set(options) - known)
+        if bad:
+            raise ValueError(f"saatp: unknown option(s) {bad}; known: {sorted(known)}")
+        return SAATPOptions(**options).resolved()
+    raise TypeError(
+        f"saatp: pg_options must be a host_agent.torch_backend.SAATPOptions or a dict, got {type(options).__name__}"
+    )
