@@ -203,6 +203,9 @@ class Compiler:
         self.cur_loc: Loc | None = None
         self._loops = 0
         self._last_obj_code: dict[int, str] = {}
+        self._cur_fn: FnCtx | None = None
+        self._direct_insts: dict[int, InstSym] = {}
+        self._factory_args: dict[str, list[str]] = {}
 
     # ------------------------------------------------------------ utilities
     def fresh(self, base: str = "t") -> str:
@@ -1302,13 +1305,26 @@ class Compiler:
                 o(f"return {r}" if r is not None else "return None")
             return f"{hname}()"
         tmp = self.fresh("r")
-        out(f"{tmp} = {call}")
+        exc = self.fresh("x")
+        # an ``exit`` inside the callee still copies its out/inout arguments back
+        out("try:")
+        out(f"    {tmp} = {call}")
+        out(f"    {exc} = None")
+        out(f"except P4Exit as _e:")
+        out(f"    {tmp} = {'(None,) + ' if has_ret else ''}_e.outs")
+        out(f"    {exc} = _e")
         k = 1 if has_ret else 0
         for w in wbs:
             if w is not None:
                 for s in w(f"{tmp}[{k}]"):
                     out(s)
             k += 1
+        cur = self._cur_fn
+        if cur is not None and cur.outs:
+            # leaving this function too: carry its own out values to its caller
+            out(f"if {exc} is not None: raise P4Exit(({', '.join(cur.outs)},))")
+        else:
+            out(f"if {exc} is not None: raise P4Exit()")
         return f"{tmp}[0]" if has_ret else None
 
     def call(self, e: A.Call, scope: Scope, out: Optional[Out], as_expr: bool):
@@ -1369,6 +1385,9 @@ class Compiler:
                 r = self.hooks.extern_method(self, oc, ot, name, e, scope, out, as_expr)
                 return r
             raise self.err(f"{ot} has no method {name}", e)
+        if isinstance(f, A.TypeMember) and id(f) in self._direct_insts:
+            inst = self._direct_insts[id(f)]
+            return self.call_block_apply(inst.py, inst.ty, e, scope, out)
         if isinstance(f, A.Path):
             s = (scope.root() if f.top else scope).lookup(f.name)
             if s is None:
@@ -1435,6 +1454,7 @@ class Compiler:
             self.stmt(s, scope, out, fn)
 
     def stmt(self, s: A.Stmt, scope: Scope, out: Out, fn: FnCtx) -> None:
+        self._cur_fn = fn
         self._stmt_out = out
         self._lv_roots = []
         self.cur_loc = s.loc
@@ -1486,7 +1506,7 @@ class Compiler:
                 raise self.err(f"{s.name} is already declared in this block", s)
             self.declare_const(s, scope, out)
         elif isinstance(s, A.Exit):
-            out("raise P4Exit()")
+            out(f"raise P4Exit(({', '.join(fn.outs)},))" if fn.outs else "raise P4Exit()")
         elif isinstance(s, A.Return):
             self.gen_return(s, scope, out, fn)
         elif isinstance(s, A.Empty):
@@ -1708,21 +1728,62 @@ class Compiler:
         o.ind = 1
         scope = Scope(self.glob)
         inst_calls = []
+        fparams, fargs = [], []
         for k, v in ctor_syms.items():
             if isinstance(v, tuple):
-                # an instance passed as a constructor argument: instantiate it here
                 _, node, ty = v
                 py = "i_" + self._pyname(k)
+                if isinstance(node, A.Path):
+                    # an existing instance of the caller, shared: passed to the factory
+                    src = scope_for_inst.lookup(node.name)
+                    if not isinstance(src, InstSym) or not isinstance(src.ty, BlockT):
+                        raise self.err(f"{node.name} is not a parser or control instance", node)
+                    scope.syms[k] = InstSym(py, src.ty, src.full, None, "block")
+                    fparams.append(py)
+                    fargs.append(src.py)
+                    continue
+                # a constructor call as the argument: instantiate it here
                 scope.syms[k] = InstSym(py, ty, f"{path}.{k}", None, "block")
                 inst_calls.append((py, node, ty, f"{path}.{k}"))
             else:
                 scope.syms[k] = v
+        self._factory_args[fname] = fargs
         if isinstance(d, A.ControlDecl):
-            self._gen_control(d, path, scope, o, fname, inst_calls)
+            self._gen_control(d, path, scope, o, fname, inst_calls, fparams)
         else:
-            self._gen_parser(d, path, scope, o, fname, inst_calls)
+            self._gen_parser(d, path, scope, o, fname, inst_calls, fparams)
         self._factories.append(o)
         return fname
+
+    def _direct_invocations(self, d, path: str, scope: Scope, o: Out) -> None:
+        """``Ctl.apply(...)``/``Prs.apply(...)`` on a type: one anonymous instance per call site,
+        created with the enclosing instance (P4_16 spec, "direct type invocation")."""
+        found = []
+
+        def walk(x):
+            if isinstance(x, A.Call) and isinstance(x.func, A.TypeMember) and x.func.name == "apply":
+                found.append(x.func)
+            if isinstance(x, A.Node):
+                for v in vars(x).values():
+                    walk(v)
+            elif isinstance(x, (list, tuple)):
+                for v in x:
+                    walk(v)
+        walk(getattr(d, "body", None))
+        walk(getattr(d, "states", None))
+        walk([loc for loc in d.locals if isinstance(loc, A.ActionDecl)])
+        for tm in found:
+            s = self.glob.lookup(tm.tname)
+            bd = s.ty if isinstance(s, TypeSym) else None
+            if not isinstance(bd, (A.ControlDecl, A.ParserDecl)):
+                raise self.err(f"{tm.tname} is not a parser or control type", tm)
+            if bd.ctor_params:
+                raise self.err(f"{tm.tname} has constructor parameters: instantiate it to apply it", tm)
+            fname = self.gen_block_instance(bd, f"{path}.{tm.tname}", {}, scope)
+            py = self.fresh("i_" + tm.tname)
+            o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
+            self._direct_insts[id(tm)] = InstSym(py, BlockT(bd, type(bd).__name__), f"{path}.{tm.tname}",
+                                                 None, "block")
 
     def _declare_locals(self, d, path: str, scope: Scope, o: Out, cells: list, resets: list):
         for loc in d.locals:
@@ -1774,7 +1835,7 @@ class Compiler:
             syms = self.instance_args(ty.decl, loc.args, scope, loc)
             fname = self.gen_block_instance(ty.decl, full, syms, scope)
             py = self.fresh("i_" + loc.name)
-            o(f"{py} = {fname}()")
+            o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
             scope.syms[loc.name] = InstSym(py, ty, full, loc, "block")
             return
         raise self.err(f"cannot instantiate {ty}", loc)
@@ -1788,14 +1849,15 @@ class Compiler:
                     raise self.err(f"{node.tname} is not a parser or control", node)
                 syms = self.instance_args(d, node.args, scope, node)
                 fname = self.gen_block_instance(d, full, syms, scope)
-                o(f"{py} = {fname}()")
+                o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
                 scope.syms[[k for k, v in scope.syms.items() if isinstance(v, InstSym) and v.py == py][0]] = \
                     InstSym(py, BlockT(d, type(d).__name__), full, None, "block")
             else:
                 raise self.err("instance arguments must be constructor calls", node)
 
-    def _gen_control(self, d: A.ControlDecl, path: str, scope: Scope, o: Out, fname: str, inst_calls) -> None:
-        o(f"def {fname}():")
+    def _gen_control(self, d: A.ControlDecl, path: str, scope: Scope, o: Out, fname: str, inst_calls,
+                     fparams=()) -> None:
+        o(f"def {fname}({', '.join(fparams)}):")
         o.ind += 1
         self._inst_calls(inst_calls, scope, o)
         inner = scope
@@ -1808,6 +1870,7 @@ class Compiler:
             o(f"{' = '.join(pys)} = None")
         resets: list[str] = []
         self._declare_locals(d, path, inner, o, cells, resets)
+        self._direct_invocations(d, path, inner, o)
         nl = f"nonlocal {', '.join(cells)}" if cells else None
         # actions (in declaration order), then tables
         for loc in d.locals:
@@ -1837,8 +1900,9 @@ class Compiler:
         o("return apply")
         o.ind -= 1
 
-    def _gen_parser(self, d: A.ParserDecl, path: str, scope: Scope, o: Out, fname: str, inst_calls) -> None:
-        o(f"def {fname}():")
+    def _gen_parser(self, d: A.ParserDecl, path: str, scope: Scope, o: Out, fname: str, inst_calls,
+                    fparams=()) -> None:
+        o(f"def {fname}({', '.join(fparams)}):")
         o.ind += 1
         self._inst_calls(inst_calls, scope, o)
         inner = scope
@@ -1852,6 +1916,7 @@ class Compiler:
             o(f"{' = '.join(pys)} = None")
         resets: list[str] = []
         self._declare_locals(d, path, inner, o, cells, resets)
+        self._direct_invocations(d, path, inner, o)
         nl = f"nonlocal {', '.join(cells)}" if cells else None
         states = {s.name: s for s in d.states}
         if "start" not in states:
@@ -2134,6 +2199,7 @@ class Compiler:
     def gen_entries(self, d: A.TableDecl, tpy: str, keys: list, acts: list, scope: Scope, o: Out) -> None:
         n = len(d.entries)
         explicit = any(en.priority is not None or "priority" in en.annotations for en in d.entries)
+        annotated = any("priority" in en.annotations for en in d.entries)
         for i, en in enumerate(d.entries):
             ks = en.keyset
             items = ks.items if isinstance(ks, A.KsTuple) else [ks]
@@ -2162,7 +2228,10 @@ class Compiler:
                 prio = -int(en.annotations["priority"][0].value, 0)
             needs = any(k.match_kind in ("ternary", "range", "optional") for k in keys)
             if needs and prio is None:
-                prio = n - i if not explicit else 1
+                if annotated:
+                    prio = -(i + 1)     # p4c: an un-annotated entry's priority is its 1-based position
+                else:
+                    prio = n - i if not explicit else 1
             if not needs:
                 prio = None
             o(f"{tpy}.add([{', '.join(specs)}], {s.full!r}, {args!r}, {prio!r}, _const=True)")
@@ -2245,7 +2314,7 @@ class Compiler:
             syms = self.instance_args(d, cargs, self.glob, node)
             fname = self.gen_block_instance(d, path, syms, self.glob)
             py = f"blk_{p.name}"
-            calls(f"{py} = {fname}()")
+            calls(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
             blocks.append((p.name, d, py))
         src = Out()
         src.lines.extend(self.classes.lines)

@@ -22,7 +22,12 @@ class ParserReject(Exception):
 
 
 class P4Exit(Exception):
-    """``exit``: ends the top-level control."""
+    """``exit``: ends the top-level control.  ``outs`` carries the scalar out/inout values of
+    the action that exited, so its caller still copies them back (as p4c/BMv2 do)."""
+
+    def __init__(self, outs: tuple = ()):
+        super().__init__()
+        self.outs = outs
 
 
 class P4RuntimeError(RuntimeError):
