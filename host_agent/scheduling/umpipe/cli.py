@@ -1,0 +1,215 @@
+"""``saatp plan umpipe``: plan unequal microbatches with DGAP/TiDGAP for a named scenario and
+compare with GPipe, PipeDream(-Flush), local greedy and global greedy DP.
+
+``compare(...)`` does the work and returns a JSON-able dict (also used by
+``scripts/bench_umpipe.py``); ``add_arguments`` / ``run`` are the CLI hook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from ..costmodel import PipelineCosts, simulate
+from . import baselines as bl
+from .dgap import DGAP
+from .scenarios import DEFAULT_SCENARIO, SCENARIOS, scenario
+
+
+def _speedup(base: float, ours: float) -> float:
+    """Speed-up of ours over base in percent: base/ours - 1 (the paper's convention)."""
+    return (base / ours - 1.0) * 100.0
+
+
+def compare(name: str = DEFAULT_SCENARIO, seed: int = 0, pop: int = 128, gens: int = 300,
+            patience: int | None = None, mmax: int | None = None, dual: bool = True,
+            costs: PipelineCosts | None = None, seed_baselines: bool = True) -> dict:
+    sc = scenario(name)
+    c = costs or sc.costs()
+    mm = int(sc.mmax if mmax is None else mmax)
+    lg, gd = bl.local_greedy(c, mm), bl.global_greedy_dp(c, mm)
+    t0 = time.perf_counter()
+    # the greedy plans join the initial population (with every equal partition), so
+    # UMPIPE is never worse than GPipe (any M), local greedy or global greedy DP
+    seeds = [(lg.X, lg.Y), (gd.X, gd.Y)] if seed_baselines else []
+    res = DGAP(pop=pop, gens=gens, patience=patience, mmax=mm, dual=dual, seed=seed).run(c, seeds=seeds)
+    t_dgap = time.perf_counter() - t0
+    base = [bl.gpipe(c, 4) if 4 in bl.feasible_counts(c, mm) else None, bl.gpipe_best(c, mm),
+            bl.pipedream_flush(c, 4) if 4 in bl.feasible_counts(c, mm) else None, bl.pipedream_flush_best(c, mm),
+            lg, gd, bl.pipedream_async(c, mm)]
+    base = [b for b in base if b is not None]
+    ours = res.makespan
+    xr, yr = res.rows()
+    rows = [dict(method="UMPIPE (DGAP/TiDGAP)", makespan=ours, speedup_pct=0.0,
+                 plan=bl.describe_counts(res.X, res.Y))]
+    for b in base:
+        rows.append(dict(method=b.name, makespan=b.makespan, speedup_pct=_speedup(b.makespan, ours),
+                         plan=b.describe(), sync=not b.name.startswith("PipeDream async")))
+    by = {r["method"]: r for r in rows}
+    g_best = next(r for r in rows if r["method"].startswith("GPipe (best"))
+    p_best = next(r for r in rows if r["method"].startswith("PipeDream-Flush 1F1B (best"))
+    g4 = by.get("GPipe (M=4)")
+    p4 = by.get("PipeDream-Flush 1F1B (M=4)")
+    headline = dict(vs_gpipe_best=g_best["speedup_pct"], vs_pipedream_flush_best=p_best["speedup_pct"],
+                    vs_gpipe_m4=g4["speedup_pct"] if g4 else None,
+                    vs_pipedream_flush_m4=p4["speedup_pct"] if p4 else None)
+    return dict(scenario=sc.name, description=sc.description, seed=seed, pop=pop, gens=gens, mmax=mm,
+                dual=dual, seeded_with_baselines=seed_baselines, B=c.B, stages=c.describe(), partition=dict((k, v) for k, v in c.info.items()
+                                                                   if k in ("workload", "cuts", "devices", "order")),
+                umpipe=dict(makespan=ours, X=xr, Y=yr, generations=res.generations, evaluations=res.evaluations,
+                            seconds=t_dgap, eval_seconds=res.eval_seconds,
+                            history=[float(h) for h in res.history]),
+                results=rows, headline=headline,
+                paper=dict(vs_gpipe=sc.paper[0], vs_pipedream=sc.paper[1]) if sc.paper else None,
+                _costs=c, _result=res, _gpipe_best=bl.gpipe_best(c, mm))
+
+
+def _print_table(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title=f"UMPIPE on {out['scenario']}: {out['description']}", title_justify="left")
+    t.add_column("method")
+    t.add_column("iteration time (ms)", justify="right")
+    t.add_column("UMPIPE speed-up", justify="right")
+    t.add_column("microbatches per stage")
+    for r in out["results"]:
+        sp = "-" if r["method"].startswith("UMPIPE") else f"{r['speedup_pct']:+.2f}%"
+        name = r["method"] + ("" if r.get("sync", True) else " *")
+        t.add_row(name, f"{r['makespan'] * 1e3:.2f}", sp, r["plan"])
+    con.print(t)
+    h = out["headline"]
+    con.print("* asynchronous steady state (no flush, stale weights): not an iteration time; reported only.")
+    msg = (f"UMPIPE speed-up vs GPipe: {h['vs_gpipe_best']:+.2f}% (best M)"
+           + (f", {h['vs_gpipe_m4']:+.2f}% (M=4)" if h["vs_gpipe_m4"] is not None else "")
+           + f"; vs PipeDream-Flush: {h['vs_pipedream_flush_best']:+.2f}% (best M)"
+           + (f", {h['vs_pipedream_flush_m4']:+.2f}% (M=4)" if h["vs_pipedream_flush_m4"] is not None else ""))
+    con.print(msg)
+    if out["paper"]:
+        con.print(f"paper (UMPIPE abstract): vs GPipe {out['paper']['vs_gpipe']:+.2f}%, "
+                  f"vs PipeDream {out['paper']['vs_pipedream']:+.2f}%")
+    u = out["umpipe"]
+    con.print(f"DGAP: pop {out['pop']} x {u['generations']} generations, {u['evaluations']} evaluations in "
+              f"{u['seconds']:.2f} s ({u['eval_seconds']:.2f} CPU s in the TiDGAP evaluator), seed {out['seed']}")
+
+
+def plot_gantt(out: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    c: PipelineCosts = out["_costs"]
+    res = out["_result"]
+    gb = out["_gpipe_best"]
+    plans = [(f"UMPIPE (DGAP): {res.makespan * 1e3:.1f} ms", simulate(c, res.X, res.Y)),
+             (f"{gb.name}: {gb.makespan * 1e3:.1f} ms", simulate(c, gb.X, gb.Y))]
+    fig, axes = plt.subplots(3, 1, figsize=(13, 2.0 + 1.1 * c.S * 2 + 2.2),
+                             gridspec_kw=dict(height_ratios=[c.S, c.S, 2.2]))
+    span = max(p[1].makespan for p in plans) * 1e3
+    colors = {"F": "#4C72B0", "B": "#DD8452", "sendF": "#55A868", "sendB": "#C44E52", "tail": "#8172B2"}
+    for ax, (title, tl) in zip(axes[:2], plans):
+        for s, kind, j, a, b, size in tl.events:
+            a, b = a * 1e3, b * 1e3
+            if kind in ("F", "B", "tail"):
+                y, h = c.S - 1 - s + 0.15, 0.6
+            else:
+                y, h = c.S - 1 - s - 0.05, 0.15
+            ax.broken_barh([(a, b - a)], (y, h), facecolors=colors[kind], edgecolors="white", linewidth=0.4)
+            if kind in ("F", "B") and (b - a) > span / 70:
+                ax.text((a + b) / 2, y + h / 2, str(size), ha="center", va="center", fontsize=6, color="white")
+        ax.set_yticks([c.S - 1 - s + 0.45 for s in range(c.S)])
+        ax.set_yticklabels(c.names, fontsize=8)
+        ax.set_xlim(0, span * 1.01)
+        ax.set_title(title, fontsize=10, loc="left")
+        ax.set_xlabel("time (ms)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].legend(handles=[Patch(color=colors[k], label=l) for k, l in
+                            [("F", "forward (size)"), ("B", "backward (size)"), ("sendF", "send activations"),
+                             ("sendB", "send gradients"), ("tail", "sync + optimizer")]],
+                   fontsize=7, loc="upper right", ncol=5)
+    h = np.array(out["umpipe"]["history"]) * 1e3
+    ax = axes[2]
+    ax.plot(np.arange(len(h)), h, label="DGAP best")
+    k = 1
+    for r in out["results"][1:]:
+        if r.get("sync", True) and (r["method"].startswith("GPipe") or r["method"].startswith("PipeDream")
+                                    or r["method"].startswith("Global")):
+            ax.axhline(r["makespan"] * 1e3, ls="--", lw=1.0, label=r["method"], color=f"C{k}")
+            k += 1
+    lo = min(h.min(), min(r["makespan"] for r in out["results"] if r.get("sync", True)) * 1e3)
+    hi = max(r["makespan"] for r in out["results"][1:5]) * 1e3
+    ax.set_ylim(lo * 0.98, hi * 1.02)
+    ax.set_xlabel("generation", fontsize=8)
+    ax.set_ylabel("iteration (ms)", fontsize=8)
+    ax.set_title("DGAP convergence vs baselines", fontsize=10, loc="left")
+    ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"UMPIPE on {out['scenario']}: {out['description']}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def public(out: dict) -> dict:
+    return {k: v for k, v in out.items() if not k.startswith("_")}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    names = ", ".join(SCENARIOS)
+    p.add_argument("--scenario", default=DEFAULT_SCENARIO, metavar="NAME",
+                   help=f"scenario to plan (default {DEFAULT_SCENARIO}); one of: {names}")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--seed", type=int, default=0, help="GA seed (same seed, same plan)")
+    p.add_argument("--pop", type=int, default=128, help="DGAP population size (default 128)")
+    p.add_argument("--gens", type=int, default=300, help="DGAP generations (default 300)")
+    p.add_argument("--patience", type=int, default=None, help="stop after this many generations without improvement")
+    p.add_argument("--mmax", type=int, default=None, help="cap on microbatches per stage (default: the scenario's)")
+    p.add_argument("--single", action="store_true", help="single chromosome ablation: backward retraces forward")
+    p.add_argument("--no-seed-baselines", action="store_true",
+                   help="do not put the greedy baselines' plans into DGAP's initial population")
+    p.add_argument("--json", metavar="OUT", help="write the plan and the comparison as JSON")
+    p.add_argument("--plot", metavar="OUT.png", help="write a Gantt chart of the UMPIPE and GPipe plans")
+
+
+def run(args: argparse.Namespace) -> int:
+    if getattr(args, "list", False):
+        for sc in SCENARIOS.values():
+            print(f"{sc.name:18s} {sc.description}")
+        return 0
+    try:
+        if args.pop < 4 or args.gens < 0:
+            raise ValueError("--pop must be >= 4 and --gens >= 0")
+        if args.mmax is not None and args.mmax < 1:
+            raise ValueError("--mmax must be >= 1")
+        if args.patience is not None and args.patience < 1:
+            raise ValueError("--patience must be >= 1")
+        out = compare(args.scenario, seed=args.seed, pop=args.pop, gens=args.gens, patience=args.patience,
+                      mmax=args.mmax, dual=not args.single, seed_baselines=not args.no_seed_baselines)
+    except ValueError as e:
+        print(f"saatp plan umpipe: {e}", file=sys.stderr)
+        return 2
+    _print_table(out)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(public(out), fh, indent=1)
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot_gantt(out, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="saatp plan umpipe", description=__doc__.split("\n")[0])
+    add_arguments(ap)
+    return run(ap.parse_args(argv))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
