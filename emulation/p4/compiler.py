@@ -1459,6 +1459,21 @@ class Compiler:
         self._lv_roots = []
         self.cur_loc = s.loc
         if isinstance(s, A.Assign):
+            lhs = s.lhs
+            if isinstance(lhs, A.Member) and self._dynamic(lhs.obj, scope):
+                # the left side is evaluated first (spec 8.x: left to right): pin the object
+                # (a header picked by a run-time index or a call) before the right side runs
+                oc, ot = self.expr(lhs.obj, scope)
+                if isinstance(ot, (HeaderT, StructT)) and ot.field(lhs.name) is not None:
+                    tmp = self.fresh("lv")
+                    out(f"{tmp} = {oc}")
+                    fn_, fp, ft = ot.field(lhs.name)
+                    rc, rt = self.expr(s.rhs, scope, ft)
+                    self.check_assignable(ft, rt, s.rhs)
+                    if isinstance(ft, Bits) and isinstance(rt, Bits) and ft != rt:
+                        raise self.err(f"type mismatch: cannot assign {rt} to {ft}", s)
+                    out(f"{tmp}.{fp}._set({rc})" if is_composite(ft) else f"{tmp}.{fp} = {rc}")
+                    return
             lc, lt, assign = self.lvalue(s.lhs, scope)
             rc, rt = self.expr(s.rhs, scope, lt)
             self.check_assignable(lt, rt, s.rhs)
@@ -1538,6 +1553,16 @@ class Compiler:
             out("break" if isinstance(s, A.Break) else "continue")
         else:
             raise self.err(f"unsupported statement {type(s).__name__}", s)
+
+    def _dynamic(self, e, scope) -> bool:
+        """Does evaluating ``e`` involve a run-time stack index or a call?"""
+        if isinstance(e, A.Call):
+            return True
+        if isinstance(e, A.Index):
+            return self.const_eval(e.index, scope) is None or self._dynamic(e.obj, scope)
+        if isinstance(e, (A.Member, A.Slice)):
+            return self._dynamic(e.obj, scope)
+        return False
 
     def stmt_scoped(self, s, scope, out, fn):
         if isinstance(s, A.Block):

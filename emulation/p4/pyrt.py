@@ -119,7 +119,9 @@ class Stack:
     def at(self, i: int) -> Any:
         if 0 <= i < self.size:
             return self.elems[i]
-        raise P4RuntimeError(f"header stack index {i} out of range 0..{self.size - 1}")
+        # out of range in a control: the spec leaves it undefined; on BMv2 (p4c's gauntlet_index
+        # tests) a write is lost and a read sees an invalid, zeroed header -- a detached one here
+        return self._new()
 
     def next_(self) -> Any:
         if self.nxt >= self.size:

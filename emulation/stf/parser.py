@@ -514,7 +514,8 @@ def parse_line(text: str, line: int = 0) -> Command | None:
             raise ValueError("usage: packet PORT HEX...")
         data = _hexdata(toks[1:], "packet")
         if len(data) % 2:
-            raise ValueError(f"packet data has an odd number of hex digits ({len(data)})")
+            # p4c's runner converts two digits at a time, so a lone last digit X is the byte 0x0X
+            data = data[:-1] + "0" + data[-1]
         return Packet(line, _port(toks[0]), bytes.fromhex(data))
     if cmd == "expect":
         if not toks:
