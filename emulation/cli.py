@@ -101,7 +101,12 @@ def _p4_run(args: argparse.Namespace) -> int:
         for msg in problems or ():
             print(msg, file=sys.stderr)
     for port, hexs in args.packet:
-        data = bytes.fromhex(hexs.replace(" ", ""))
+        try:
+            data = bytes.fromhex(hexs.replace(" ", ""))
+            port = int(port, 0)
+        except ValueError as e:
+            print(f"saatp p4 run: bad --packet {port} {hexs}: {e}", file=sys.stderr)
+            return 2
         print(f"in  port {port}: {data.hex()}")
         for p, b in sw.process(int(port), data):
             print(f"out port {p}: {b.hex()}")

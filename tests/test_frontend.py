@@ -125,3 +125,22 @@ def test_cli_check_prints_file_line_col_and_exits_1(tmp_path):
     assert r.returncode == 1
     assert f"{p}:12:" in r.stderr or "bad.p4:12:" in r.stderr
     assert "expected" in r.stderr
+
+
+def test_error_directive_and_binary_file_are_reported_with_positions(tmp_path):
+    p = tmp_path / "e.p4"
+    p.write_text("#include <core.p4>\n#error not for this target\n")
+    with pytest.raises(P4Error) as ei:
+        load_program(p)
+    assert "#error not for this target" in str(ei.value) and ei.value.loc.line == 2
+    b = tmp_path / "b.p4"
+    b.write_bytes(b"header h {\n\xff}")
+    with pytest.raises(P4Error) as ei:
+        load_program(b)
+    assert "UTF-8" in str(ei.value) and (ei.value.loc.line, ei.value.loc.col) == (2, 1)
+
+
+def test_cli_run_rejects_bad_packet_hex():
+    r = subprocess.run([sys.executable, "-m", "emulation.cli", "p4", "run", str(ROOT / "p4src" / "basic_router.p4"),
+                        "--packet", "0", "zz"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "bad --packet" in r.stderr

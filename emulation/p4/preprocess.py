@@ -51,6 +51,15 @@ def preprocess(text: str, filename: str, include_dirs: Sequence[str] = (),
         def on_error(self, file, line, msg):  # noqa: D401 - pcpp hook
             errors.append(P4Error(f"preprocessor: {msg}", Loc(_display(file or filename), line or 0, 1)))
 
+        def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
+            text = "".join(t.value for t in toks).strip()
+            where = Loc(_display(directive.source or filename), directive.lineno or 0, 1)
+            if directive.value == "error":
+                errors.append(P4Error(f"#error {text}", where))
+            elif directive.value != "warning":
+                errors.append(P4Error(f"preprocessor: unknown directive #{directive.value}", where))
+            return True
+
         def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
             line = next((i + 1 for i, ln in enumerate(text.split("\n"))
                          if "include" in ln and includepath in ln), 1)

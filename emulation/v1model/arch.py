@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 from emulation.p4 import ast as A
 from emulation.p4 import pyrt
 from emulation.p4.compiler import ArchHooks, Compiler, InstSym, Out, Scope
-from emulation.p4.errors import P4Error, P4Unsupported
+from emulation.p4.errors import Loc, P4Error, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
 from emulation.p4.types import (AnyT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit, is_composite)
@@ -601,5 +601,12 @@ def compile_source(text: str, filename: str = "<string>", include_dirs: Sequence
 
 def compile_file(path: Any, include_dirs: Sequence[str] = (), defines: Optional[dict] = None) -> Program:
     path = os.fspath(path)
-    text = Path(path).read_text()
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise P4Error(f"not a P4 source file: invalid UTF-8 byte {raw[e.start]:#04x}",
+                      Loc(path, line, col)) from None
     return compile_source(text, path, include_dirs, defines)
