@@ -67,20 +67,25 @@ class RawSocketPort(FramePort):
             self.stats["tx_dropped"] += 1  # ENOBUFS, EMSGSIZE, link down: lost
 
     def recv(self, timeout: float | None = None) -> bytes | None:
+        waited = False
         while True:
             if self.closed:
                 raise PortClosed(self.name)
             try:
-                r, _, _ = select.select([self.sock], [], [], timeout)
-            except (OSError, ValueError):
-                raise PortClosed(self.name) from None
-            if not r:
-                if not interface_exists(self.ifname):
-                    self.close()
-                    raise PortClosed(f"{self.name}: interface disappeared")
-                return None
-            try:
-                data, addr = self.sock.recvfrom(MAX_FRAME)
+                # try first; wait (select) only when nothing is queued
+                data, addr = self.sock.recvfrom(MAX_FRAME, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                try:
+                    r, _, _ = select.select([self.sock], [], [], timeout) if not waited else ([], [], [])
+                except (OSError, ValueError):
+                    raise PortClosed(self.name) from None
+                if not r:
+                    if not interface_exists(self.ifname):
+                        self.close()
+                        raise PortClosed(f"{self.name}: interface disappeared")
+                    return None
+                waited = True
+                continue
             except OSError as e:
                 if e.errno == errno.ENETDOWN and interface_exists(self.ifname):
                     continue

@@ -55,17 +55,25 @@ class UdpTunnelPort(FramePort):
             self.stats["tx_dropped"] += 1
 
     def recv(self, timeout: float | None = None) -> bytes | None:
+        waited = False
         while True:
             if self.closed:
                 raise PortClosed(self.name)
+            # under load, frames are usually already queued: try first, wait only when empty
+            # (one select per frame would cost a system call each)
             try:
-                r, _, _ = select.select([self.sock], [], [], timeout)
-            except (OSError, ValueError):
-                raise PortClosed(self.name) from None
-            if not r:
-                return None
-            try:
-                data, src = self.sock.recvfrom(MAX_FRAME)
+                data, src = self.sock.recvfrom(MAX_FRAME, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if waited:
+                    return None
+                try:
+                    r, _, _ = select.select([self.sock], [], [], timeout)
+                except (OSError, ValueError):
+                    raise PortClosed(self.name) from None
+                if not r:
+                    return None
+                waited = True
+                continue
             except ConnectionRefusedError:
                 continue  # ICMP port unreachable from an earlier send
             except OSError:
