@@ -1,0 +1,128 @@
+"""Transports for running agents on wall-clock time (the in-process harness has its own).
+
+* :class:`UdpSocketTransport`: an ordinary kernel UDP socket (no privileges); the agent's
+  SA-ATP bytes are the UDP payload, sent to the switch's virtual IP and SA_PORT.  This is
+  what agents use on Mininet hosts or real machines.
+* :class:`FramePortTransport`: whole Ethernet frames over an ``emulation.ports`` frame
+  port (in-memory, UDP tunnel, raw); the agent writes Ethernet/IPv4/UDP itself from a
+  :class:`~host_agent.wire.FrameTemplate`.
+
+Both deliver received SA-ATP bytes to a callback from inside a
+:class:`~host_agent.clock.RealClock` loop, so agent code never runs on two threads.
+"""
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from typing import Callable
+
+from . import wire
+from .clock import RealClock
+
+
+class UdpSocketTransport:
+    def __init__(self, loop: RealClock, local: tuple[str, int], switch: tuple[str, int]):
+        self.loop = loop
+        self.switch = switch
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
+        self.sock.bind(local)
+        self.sock.setblocking(False)
+        self.local = self.sock.getsockname()
+        self._cb: Callable[[bytes], None] | None = None
+        self.tx = self.rx = self.tx_dropped = 0
+        loop.add_reader(self.sock, self._readable)
+
+    def set_receiver(self, cb: Callable[[bytes], None]) -> None:
+        self._cb = cb
+
+    def send(self, data: bytes) -> None:
+        try:
+            self.sock.sendto(data, self.switch)
+            self.tx += 1
+        except (BlockingIOError, OSError):
+            self.tx_dropped += 1   # a full buffer drops, as a NIC queue would
+
+    def _readable(self) -> None:
+        for _ in range(256):
+            try:
+                data, _addr = self.sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            self.rx += 1
+            if self._cb is not None:
+                self._cb(data)
+
+    def close(self) -> None:
+        self.loop.remove_reader(self.sock)
+        self.sock.close()
+
+
+class FramePortTransport:
+    """Agent <-> frame port.  A reader thread feeds a queue; a socketpair wakes the loop."""
+
+    def __init__(self, loop: RealClock, port, template: wire.FrameTemplate):
+        self.loop = loop
+        self.port = port
+        self.tpl = template
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._rsock, self._wsock = socket.socketpair()
+        self._rsock.setblocking(False)
+        self._cb: Callable[[bytes], None] | None = None
+        self._stop = threading.Event()
+        self.bad = 0
+        loop.add_reader(self._rsock, self._drain)
+        self._thread = threading.Thread(target=self._reader, daemon=True, name="frame-rx")
+        self._thread.start()
+
+    def set_receiver(self, cb: Callable[[bytes], None]) -> None:
+        self._cb = cb
+
+    def send(self, data: bytes) -> None:
+        self.port.send(self.tpl.frame(data))
+
+    def _reader(self) -> None:
+        from emulation.ports.base import PortClosed
+        while not self._stop.is_set():
+            try:
+                fr = self.port.recv(0.1)
+            except PortClosed:
+                return
+            if fr is None:
+                continue
+            self._q.put(fr)
+            try:
+                self._wsock.send(b"x")
+            except OSError:
+                return
+
+    def _drain(self) -> None:
+        try:
+            self._rsock.recv(4096)
+        except (BlockingIOError, OSError):
+            pass
+        while True:
+            try:
+                fr = self._q.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                l2, payload = wire.strip_frame(fr)
+            except wire.WireError:
+                self.bad += 1
+                continue
+            if l2.dport != self.tpl.sport:
+                self.bad += 1
+                continue
+            if self._cb is not None:
+                self._cb(bytes(payload))
+
+    def close(self) -> None:
+        self._stop.set()
+        self.loop.remove_reader(self._rsock)
+        self._thread.join(timeout=1.0)
+        self._rsock.close()
+        self._wsock.close()

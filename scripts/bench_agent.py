@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Throughput of the SA-ATP host path: quantize + packetize + aggregate through the embedded
+switch (p4src/saatp.p4), against a numpy baseline doing the same sum in the same process.
+
+    .venv/bin/python scripts/bench_agent.py [--workers 4] [--elements 65536] [--repeat 3]
+
+Prints elements/s for each stage and the ratios; no assertion on speed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from host_agent import wire  # noqa: E402
+from host_agent.quantize import quantize  # noqa: E402
+
+
+def best(fn, repeat):
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return min(ts)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--elements", type=int, default=65536)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args(argv)
+    n, N = a.workers, a.elements
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=N).astype(np.float32) for _ in range(n)]
+    f = 20
+    total = n * N
+
+    def numpy_baseline():
+        qs = [quantize(x, f)[0] for x in xs]
+        np.sum(np.stack(qs).astype(np.int64), axis=0)
+
+    t_np = best(numpy_baseline, a.repeat)
+
+    def packetize():
+        for x in xs:
+            q = quantize(x, f)[0]
+            c = -(-N // 64)
+            pad = np.zeros(c * 64, np.int32)
+            pad[:N] = q
+            be = pad.astype(">i4").tobytes()
+            tpl = wire.FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1",
+                                     "10.0.0.254")
+            for s in range(c):
+                h = wire.Header(type=wire.DATA, flags=wire.F_PAYLOAD, seq=s, iter=1, slot=s % 32)
+                tpl.frame(h.pack() + be[s * 256:(s + 1) * 256])
+
+    t_pk = best(packetize, a.repeat)
+
+    from host_agent.harness import Network, add_job
+    net = Network(switch_pps=None)
+    job = add_job(net, 0, n, mode="saatp")
+    qs = [quantize(x, f)[0] for x in xs]
+
+    def through_switch():
+        r = job.run_iteration(qs, f)
+        assert r.ok
+
+    through_switch()            # warm-up (first iteration pays for nothing extra, but be fair)
+    p0 = net.switch_packets
+    t_sw = best(through_switch, a.repeat)
+    pkts = (net.switch_packets - p0) / a.repeat
+    ref = np.sum(np.stack(qs).astype(np.int64), axis=0)
+    assert np.array_equal(job.workers[0].result()[0], ref)
+
+    print(f"{n} workers x {N} elements (K=64, {-(-N // 64)} chunks per worker)")
+    print(f"  numpy quantize+sum           {total / t_np:14,.0f} elements/s")
+    print(f"  quantize+packetize (frames)  {total / t_pk:14,.0f} elements/s"
+          f"   ({t_pk / t_np:.1f}x numpy time)")
+    print(f"  end to end via embedded P4   {total / t_sw:14,.0f} elements/s"
+          f"   ({t_sw / t_np:.0f}x numpy time), {pkts / t_sw:,.0f} switch packets/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
