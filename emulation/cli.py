@@ -155,7 +155,8 @@ def _missing(e: Exception) -> int:
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help="the main demo on the embedded P4 target")
-    d.add_argument("--out", default="results/demo", help="where to write results")
+    d.add_argument("--out", default="results/demo", help="where to write results (default results/demo)")
+    d.add_argument("--quick", action="store_true", help="a smaller straggler experiment")
     d.set_defaults(func=lambda a: importlib.import_module("emulation.demo").run(a))
 
 
