@@ -1,0 +1,13 @@
+"""CGP: cooperative grouping parallel (``saatp plan cgp``).
+
+* :mod:`.grouping` -- straggler detection and the optimal 1-D grouping with a staleness cap.
+* :mod:`.policy` -- staleness damping and the bounded-staleness gate of the server.
+* :mod:`.sim` -- discrete-event simulator for BSP / ASP / SSP / local SGD / LB-BSP / CGP with
+  real numpy training.
+* :mod:`.torch_trainer` -- a real torch.distributed (gloo) CGP trainer with regrouping.
+"""
+
+from .grouping import Grouping, predicted_staleness, segment_groups, straggler_flags
+from .policy import damping, gate_allows
+
+__all__ = ["Grouping", "predicted_staleness", "segment_groups", "straggler_flags", "damping", "gate_allows"]

@@ -1,0 +1,198 @@
+"""``saatp plan cgp``: simulate CGP against BSP/ASP/SSP/local SGD/LB-BSP; optionally run the
+real 4-process torch.distributed trainer; print the comparison, write JSON and plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from .sim import METHODS, SimConfig, Simulator
+
+SCENARIOS = {
+    "default": (SimConfig(), "N=8, one persistent x3 straggler (worker 7), transient p=0.05 x[2,5], "
+                             "2-layer MLP on synthetic 10-class data, PS 0.3 s/update, all-reduce 0.1 s"),
+    "moving": (SimConfig(move_to=2, move_at=100.0), "default, the persistent straggler moves to worker 2 at t=100"),
+    "logreg": (SimConfig(hidden=0, lr=0.5), "default with multinomial logistic regression (convex)"),
+    "cheap-ps": (SimConfig(ps_time=0.1), "default with a 3x faster parameter server (ASP's best case)"),
+    "small": (SimConfig(duration=60.0, n_train=4000, n_test=1000), "default, 60 s simulated (for tests)"),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenario", default="default", choices=sorted(SCENARIOS))
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--duration", type=float, default=None, help="simulated seconds")
+    p.add_argument("--damping", default=None, choices=["none", "inverse", "sqrt", "excess"])
+    p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
+    p.add_argument("--torch", action="store_true",
+                   help="also run the real torch.distributed trainer (4 gloo CPU processes), CGP vs BSP")
+    p.add_argument("--json", default=None)
+    p.add_argument("--plot", default=None, help="PNG: throughput, loss and accuracy curves")
+
+
+def compare(results: dict, cfg: SimConfig) -> dict:
+    """Headline figures against BSP and ASP."""
+    out = {}
+    bsp = results.get("bsp")
+    target = None
+    if bsp is not None:
+        target = float(bsp.loss[len(bsp.loss) // 2])  # what BSP reaches halfway through
+    for m, r in results.items():
+        d = {"throughput": r.throughput, "final_loss": r.loss[-1], "final_acc": r.acc[-1],
+             "max_staleness": r.max_staleness, "versions": r.versions, "regroups": r.regroups,
+             "mean_acc_2nd_half": float(np.mean(r.acc[len(r.acc) // 2:]))}
+        if bsp is not None:
+            d["speedup_vs_bsp"] = r.throughput / bsp.throughput
+            d["time_to_target"] = r.time_to_loss(target)
+            tb = bsp.time_to_loss(target)
+            d["ttl_ratio_vs_bsp"] = d["time_to_target"] / tb if np.isfinite(tb) and tb > 0 else float("nan")
+            d["acc_minus_bsp_pp"] = 100 * (r.acc[-1] - bsp.acc[-1])
+        out[m] = d
+    asp = results.get("asp")
+    if asp is not None:
+        for m, d in out.items():
+            d["acc_minus_asp_pp"] = 100 * (results[m].acc[-1] - asp.acc[-1])
+            d["acc_rel_asp"] = results[m].acc[-1] / asp.acc[-1] - 1.0
+    return {"target_loss": target, "methods": out}
+
+
+def _check_out(path):
+    """Fail early (before a long run) if an output file cannot be written."""
+    if path is None:
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise ValueError(f"output directory {d} does not exist")
+    if os.path.isdir(path):
+        raise ValueError(f"{path} is a directory")
+
+
+def run(args) -> int:
+    try:
+        cfg, desc = SCENARIOS[args.scenario]
+        cfg = replace(cfg, **{k: v for k, v in dict(seed=args.seed, duration=args.duration,
+                                                    damping=args.damping).items() if v is not None})
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        bad = [m for m in methods if m not in METHODS]
+        if bad or not methods:
+            raise ValueError(f"--methods: unknown {bad}; known: {', '.join(METHODS)}")
+        _check_out(args.json)
+        _check_out(args.plot)
+    except (ValueError, TypeError) as e:
+        print(f"saatp plan cgp: {e}", file=sys.stderr)
+        return 2
+    sim = Simulator(cfg)
+    results = {m: sim.run(m) for m in methods}
+    cmp = compare(results, cfg)
+    out = {"scenario": args.scenario, "description": desc, "config": asdict(cfg), "comparison": cmp,
+           "runs": {m: r.to_dict() for m, r in results.items()}}
+    print_report(out)
+    if args.torch:
+        out["torch"] = run_torch()
+        print_torch(out["torch"])
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1, default=float)
+        print(f"wrote {args.json}")
+    if args.plot:
+        plot(out, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def run_torch(straggler=3, move_to=1, move_at=60, phases=6, R=24, base_time=0.05) -> dict:
+    """CGP vs BSP on 4 gloo processes. Consistency checks are off here (they add an all-gather
+    per step); the test suite runs with them on."""
+    from .torch_trainer import TorchCGPConfig, launch
+    res = {}
+    with tempfile.TemporaryDirectory() as d:
+        for mode in ("cgp", "bsp"):
+            cfg = TorchCGPConfig(mode=mode, straggler=straggler, move_to=move_to, move_at=move_at,
+                                 phases=phases, R=R, base_time=base_time, check=False)
+            logs = launch(cfg, f"{d}/{mode}", hard_timeout=300)
+            l0 = logs[0]
+            res[mode] = {"wall": l0["wall"], "samples": l0["total_samples"],
+                         "throughput": l0["total_samples"] / l0["wall"], "loss": l0["loss"],
+                         "versions": l0["versions"], "groupings": l0["groupings"],
+                         "pushes": sum(l["pushes"] for l in logs), "ps_version": l0.get("ps_version"),
+                         "max_consistency_err": max((max(l["consistency"]) if l["consistency"] else 0.0)
+                                                    for l in logs)}
+    c, b = res["cgp"], res["bsp"]
+    res["speedup_throughput"] = c["throughput"] / b["throughput"]
+    target = max(b["loss"][-1][2], c["loss"][-1][2]) * 1.02  # a loss both runs reach
+    def ttl(loss):
+        return next((t for t, v, l, a in loss if l <= target), float("inf"))
+    res["target_loss"] = target
+    res["ttl_cgp"], res["ttl_bsp"] = ttl(c["loss"]), ttl(b["loss"])
+    return res
+
+
+def print_report(out: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    con = Console(width=150)
+    con.print(f"[bold]scenario {out['scenario']}[/]: {out['description']}")
+    cmp = out["comparison"]
+    t = Table(title=f"simulated {out['config']['duration']:g} s; target loss {cmp['target_loss']:.4f} "
+                    "(BSP's loss halfway)")
+    cols = ("method", "samples/s", "x BSP", "t to target", "t ratio vs BSP", "final loss", "final acc",
+            "acc - BSP (pp)", "acc - ASP (pp)", "max stale", "regroups")
+    for c in cols:
+        t.add_column(c, justify="left" if c == "method" else "right")
+    for m, d in cmp["methods"].items():
+        t.add_row(m, f"{d['throughput']:.1f}", f"{d.get('speedup_vs_bsp', float('nan')):.2f}",
+                  f"{d.get('time_to_target', float('nan')):.0f}", f"{d.get('ttl_ratio_vs_bsp', float('nan')):.2f}",
+                  f"{d['final_loss']:.4f}", f"{d['final_acc']:.4f}", f"{d.get('acc_minus_bsp_pp', float('nan')):+.2f}",
+                  f"{d.get('acc_minus_asp_pp', float('nan')):+.2f}", str(d["max_staleness"]), str(d["regroups"]))
+    con.print(t)
+
+
+def print_torch(r: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title="real torch.distributed run (4 gloo CPU processes, sleep straggler x3 that moves; "
+                    "wall time excludes process start-up)")
+    for c in ("mode", "wall s", "samples", "samples/s", "versions", "pushes", "PS version",
+              "max replica diff", f"t to loss {r['target_loss']:.3f}"):
+        t.add_column(c, justify="right")
+    for m in ("cgp", "bsp"):
+        d = r[m]
+        t.add_row(m, f"{d['wall']:.2f}", f"{d['samples']:.0f}", f"{d['throughput']:.0f}", str(d["versions"]),
+                  str(d["pushes"]), str(d["ps_version"]), f"{d['max_consistency_err']:.1e}",
+                  f"{r['ttl_' + m]:.2f}")
+    con = Console(width=150)
+    con.print(t)
+    con.print(f"throughput speed-up of CGP over BSP: {r['speedup_throughput']:.2f}x; "
+              f"groupings: {[g['groups'] for g in r['cgp']['groupings']]}")
+
+
+def plot(out: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    for m, r in out["runs"].items():
+        lw = 2.0 if m == "cgp" else 1.0
+        axes[0].plot(r["times"], r["samples"], label=m, lw=lw)
+        axes[1].plot(r["times"], r["loss"], label=m, lw=lw)
+        axes[2].plot(r["times"], r["acc"], label=m, lw=lw)
+    axes[0].set_ylabel("samples processed")
+    axes[1].set_ylabel("training loss (eval subset)")
+    axes[1].set_yscale("log")
+    axes[2].set_ylabel("test accuracy")
+    tl = out["comparison"]["target_loss"]
+    if tl:
+        axes[1].axhline(tl, color="grey", ls=":", lw=1)
+    for a in axes:
+        a.set_xlabel("simulated wall-clock [s]")
+        a.legend(fontsize=7)
+    fig.suptitle(f"saatp plan cgp: scenario {out['scenario']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

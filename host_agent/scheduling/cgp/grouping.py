@@ -1,0 +1,201 @@
+"""Straggler detection and the 1-D optimal grouping of CGP (design section 3.3).
+
+Workers are sorted by their (EMA) iteration time ``tau`` and cut into contiguous segments
+(groups). A group iterates synchronously, so its period is its slowest member's ``tau``; the
+cost of a grouping is
+
+    J = sum_g sum_{i in g} (max_{j in g} tau_j - tau_i) / sum_i tau_i      (idle fraction)
+        + lam * c_push * sum_g 1 / max_{j in g} tau_j                       (PS busy fraction)
+
+The first term favours small, homogeneous groups; the second counts global updates per
+second times the server time per update: merging workers into a group divides the number
+of global updates by the group size ("cooperative reduction of the global update cost").
+
+Predicted staleness of group ``g`` (other groups' updates during one of its periods):
+``s_g = P_g * sum_{h != g} 1/P_h = P_g R - 1`` with ``R = sum_h 1/P_h``. It is largest for the
+slowest group, whose period is the global maximum ``tau_max``; so the cap ``s_g <= s_max``
+for all ``g`` is the single additive constraint ``R <= (s_max + 1) / tau_max``. Both ``J`` and
+the constraint are sums over segments, so an exact DP over (position, rate budget) is
+possible; for the cluster sizes we target (N <= 16) we enumerate the 2^(N-1) contiguous
+segmentations with numpy instead, which is exact and simpler. Larger N fall back to a
+Lagrangian-free greedy (merge the adjacent pair with the best cost change until feasible).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def straggler_flags(tau, theta: float = 0.3) -> np.ndarray:
+    """Boolean mask: ``tau_i > (1 + theta) * median(tau)``."""
+    t = np.asarray(tau, dtype=float)
+    if t.ndim != 1 or t.size == 0 or np.any(~np.isfinite(t)) or np.any(t <= 0):
+        raise ValueError("tau must be a non-empty 1-D array of positive finite times")
+    return t > (1.0 + theta) * np.median(t)
+
+
+@dataclass(frozen=True)
+class Grouping:
+    groups: tuple[tuple[int, ...], ...]  # worker indices; ordered fast -> slow
+    cost: float
+    staleness: tuple[float, ...]  # predicted per group
+
+    @property
+    def G(self) -> int:
+        return len(self.groups)
+
+    def group_of(self, worker: int) -> int:
+        for i, g in enumerate(self.groups):
+            if worker in g:
+                return i
+        raise KeyError(worker)
+
+
+def predicted_staleness(periods) -> np.ndarray:
+    p = np.asarray(periods, dtype=float)
+    R = np.sum(1.0 / p)
+    return p * R - 1.0
+
+
+def grouping_cost(tau, groups, lam: float, c_push: float) -> float:
+    t = np.asarray(tau, dtype=float)
+    idle = sum(float(np.sum(t[list(g)].max() - t[list(g)])) for g in groups) / t.sum()
+    return idle + lam * c_push * sum(1.0 / t[list(g)].max() for g in groups)
+
+
+def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, seed: int = 0):
+    """Period of every contiguous segment ``[i, j]`` of the workers sorted by ``tau``.
+
+    Without ``samples`` the period is the segment's largest ``tau`` (deterministic times).
+    With ``samples`` (one 1-D array of recent iteration times per worker) it is the expected
+    maximum of independent draws from the members' empirical distributions (a group waits
+    for whichever member straggles *this* iteration), estimated with ``n_draws`` seeded
+    bootstrap draws. ``comm`` adds the intra-group ring all-reduce ``2 (k-1)/k comm``.
+    Returns ``(order, P)`` with ``P[i, j]`` for ``i <= j`` (sorted positions)."""
+    t = np.asarray(tau, dtype=float)
+    n = t.size
+    order = np.argsort(t, kind="stable")
+    P = np.full((n, n), np.inf)
+    if samples is None:
+        ts = t[order]
+        for i in range(n):
+            P[i, i:] = np.maximum.accumulate(ts[i:])
+    else:
+        if len(samples) != n:
+            raise ValueError("samples needs one array per worker")
+        rng = np.random.default_rng(seed)
+        D = np.empty((n, n_draws))
+        for r, w in enumerate(order):
+            x = np.asarray(samples[w], dtype=float)
+            if x.size == 0 or np.any(~(x > 0)):
+                raise ValueError("each worker needs at least one positive time sample")
+            D[r] = x[rng.integers(0, x.size, n_draws)]
+        for i in range(n):
+            P[i, i:] = np.maximum.accumulate(D[i:], axis=0).mean(axis=1)
+    k = np.arange(n)[None, :] - np.arange(n)[:, None] + 1
+    P = P + np.where(k > 1, 2.0 * (k - 1) / np.maximum(k, 1) * comm, 0.0)
+    return order, P
+
+
+def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_push: float = 0.1,
+                   theta: float = 0.3, samples=None, comm: float = 0.0, seed: int = 0) -> Grouping:
+    """Optimal contiguous grouping of workers sorted by ``tau`` (see the module docstring).
+
+    With no straggler (``max tau <= (1 + theta) median tau``) everybody forms one group, i.e.
+    plain synchronous training. ``c_push`` is the server time per global update in the same
+    unit as ``tau``. ``samples``/``comm``: see :func:`segment_periods` (periods then include
+    random stragglers and the intra-group all-reduce).
+    """
+    t = np.asarray(tau, dtype=float)
+    flags = straggler_flags(t, theta)
+    if not (lam >= 0 and s_max >= 0 and g_max >= 1 and c_push >= 0 and comm >= 0):
+        raise ValueError("need lam >= 0, s_max >= 0, g_max >= 1, c_push >= 0, comm >= 0")
+    n = t.size
+    order, P = segment_periods(t, samples, comm, seed=seed)
+    ts = t[order]
+    if not flags.any() or n == 1:
+        g = (tuple(int(i) for i in order),)
+        return Grouping(g, grouping_cost(t, g, lam, c_push), (0.0,))
+    tot = ts.sum()
+    cap = (s_max + 1.0) / P[:, n - 1].max()  # the slowest group's period bounds staleness
+    if n <= 16:
+        # bit k of mask set = a cut after sorted position k (k = 0..n-2)
+        masks = np.arange(2 ** (n - 1), dtype=np.int64)
+        cuts = ((masks[:, None] >> np.arange(n - 1)) & 1).astype(bool)
+        keep = cuts.sum(axis=1) + 1 <= g_max
+        cuts = cuts[keep]
+        is_end = np.concatenate([cuts, np.ones((cuts.shape[0], 1), dtype=bool)], axis=1)
+        is_start = np.concatenate([np.ones((cuts.shape[0], 1), dtype=bool), cuts], axis=1)
+        pos = np.arange(n)[None, :]
+        end = np.minimum.accumulate(np.where(is_end, pos, n)[:, ::-1], axis=1)[:, ::-1]
+        start = np.maximum.accumulate(np.where(is_start, pos, -1), axis=1)
+        per = P[start, end]  # period of each position's group
+        idle = (per - ts[None, :]).sum(axis=1) / tot
+        rate = np.where(is_end, 1.0 / per, 0.0).sum(axis=1)
+        slow = per[:, -1]
+        J = idle + lam * c_push * rate
+        J = np.where(slow * rate - 1.0 <= s_max + 1e-9, J, np.inf)
+        k = int(np.argmin(J))
+        if not np.isfinite(J[k]):
+            k = int(np.argmin(rate))  # nothing feasible: the fewest updates (one group)
+        ends = np.flatnonzero(is_end[k])
+    else:
+        ends = _greedy_ends(ts, lam, c_push, cap, g_max)
+    groups, lo = [], 0
+    for e in ends:
+        groups.append(tuple(int(i) for i in order[lo:e + 1]))
+        lo = e + 1
+    periods, lo = [], 0
+    for e in ends:
+        periods.append(P[lo, e])
+        lo = e + 1
+    return Grouping(tuple(groups), float(grouping_cost(t, groups, lam, c_push)),
+                    tuple(float(s) for s in predicted_staleness(periods)))
+
+
+def grouping_objective(tau, groups, lam: float, c_push: float, samples=None, comm: float = 0.0,
+                       n_draws: int = 512, seed: int = 0) -> float:
+    """``J`` of an arbitrary grouping with the same period model as :func:`segment_periods`
+    (used to decide whether a new grouping is worth a regrouping barrier)."""
+    t = np.asarray(tau, dtype=float)
+    rng = np.random.default_rng(seed)
+    idle, rate = 0.0, 0.0
+    for g in groups:
+        g = list(g)
+        if samples is None:
+            P = t[g].max()
+        else:
+            draws = np.stack([np.asarray(samples[i], float)[rng.integers(0, len(samples[i]), n_draws)] for i in g])
+            P = draws.max(axis=0).mean()
+        k = len(g)
+        P += 2.0 * (k - 1) / k * comm if k > 1 else 0.0
+        idle += float(np.sum(P - t[g]))
+        rate += 1.0 / P
+    return idle / t.sum() + lam * c_push * rate
+
+
+def _greedy_ends(ts, lam, c_push, cap, g_max):
+    n = ts.size
+    ends = list(range(n))
+
+    def cost(ends):
+        lo, idle, rate = 0, 0.0, 0.0
+        for e in ends:
+            idle += np.sum(ts[e] - ts[lo:e + 1])
+            rate += 1.0 / ts[e]
+            lo = e + 1
+        return idle / ts.sum() + lam * c_push * rate, rate
+
+    while True:
+        c0, r0 = cost(ends)
+        if len(ends) <= g_max and r0 <= cap:
+            # try merges that lower the cost
+            opts = [(cost(ends[:i] + ends[i + 1:])[0], i) for i in range(len(ends) - 1)]
+            if not opts or min(opts)[0] >= c0:
+                return ends
+        else:
+            opts = [(cost(ends[:i] + ends[i + 1:])[0], i) for i in range(len(ends) - 1)]
+        _, i = min(opts)
+        ends = ends[:i] + ends[i + 1:]
