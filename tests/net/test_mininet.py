@@ -1,5 +1,6 @@
 """Mininet runs with saatp switch (root only): connectivity, exact all-reduce sums, clean teardown."""
 import json
+import re
 
 import pytest
 
