@@ -198,6 +198,7 @@ class ListExpr(Expr):
 @dataclass
 class StructExpr(Expr):
     items: list = field(default_factory=list)       # list[(name, Expr)]
+    rest: bool = False                              # ends in "...": other fields get defaults
 
 
 @dataclass
@@ -1258,7 +1259,15 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def struct_expr(self, meta, c):
-        return StructExpr(loc=self._mloc(meta, c), items=c[0])
+        items = [x for x in c[0] if x != "..."]
+        return StructExpr(loc=self._mloc(meta, c), items=items, rest=len(items) != len(c[0]))
+
+    def rest_init(self, c):
+        return "..."
+
+    @v_args(meta=True)
+    def struct_expr_rest(self, meta, c):
+        return StructExpr(loc=self._mloc(meta, c), items=c[0] if c and c[0] else [], rest=True)
 
     def named_inits(self, c):
         return list(c)

@@ -1132,6 +1132,9 @@ class Compiler:
         given = dict(e.items)
         vals = []
         for fn, fp, ft in want.fields:
+            if fn not in given and e.rest:
+                vals.append(self.default_value(ft))      # "..." : the other fields get defaults
+                continue
             if fn not in given:
                 raise self.err(f"the initializer does not set field {fn} of {want}", e)
             c, t = self.expr(given[fn], scope, ft)
@@ -2317,6 +2320,11 @@ class Compiler:
             self.gen_action(a, self.glob, body, [])
         for f in getattr(self, "top_functions", []):
             self.ensure_function(f, self.glob)
+        for sym in list(self.glob.syms.values()):
+            # extern objects instantiated at top level (shared by every control), e.g. a register
+            if isinstance(sym, InstSym) and isinstance(sym.ty, ExternT) and sym.decl is not None:
+                sym.kind = "extern"
+                self.hooks.extern_instance(self, sym, sym.decl.args, body, self.glob)
         blocks = []
         params = pkg.decl.params
         bound = self.bind_args(params, main.decl.args, main.decl, f"package {pkg.decl.name}")

@@ -226,6 +226,17 @@ class V1Hooks(ArchHooks):
                 return f"_lookahead_hdr({oc}, {t.cls})", t
             if isinstance(t, BoolT):
                 return f"bool({oc}.peek_bits(1))", t
+            if isinstance(t, StructT) and all(isinstance(ft, Bits) for _, _, ft in t.fields):
+                total = sum(ft.width for _, _, ft in t.fields)
+                parts, shift = [], total
+                for _, _, ft in t.fields:
+                    shift -= ft.width
+                    x = f"((_v >> {shift}) & {ft.mask:#x})"
+                    if ft.signed:
+                        h = 1 << (ft.width - 1)
+                        x = f"(({x} ^ {h:#x}) - {h:#x})"
+                    parts.append(x)
+                return f"(lambda _v: {comp.build_composite(t, parts)})({oc}.peek_bits({total}))", t
             raise comp.err(f"lookahead of {t} is not supported", call)
         if method == "advance":
             (e,) = self._args(comp, call, 1, "advance")
@@ -303,8 +314,12 @@ class V1Hooks(ArchHooks):
         args = [a.value for a in call.args]
         n = len(args)
         if name == "mark_to_drop":
-            if n != 1:
-                raise comp.err("mark_to_drop(standard_metadata) takes the standard metadata", call)
+            if n == 0:
+                # the deprecated form: BMv2 drops the packet in flight (its standard metadata)
+                out("_m = RT.sm")
+                out("_m.egress_spec = RT.drop_port")
+                out("_m.mcast_grp = 0")
+                return None
             c, t = comp.expr(args[0], scope)
             out(f"_m = {c}")
             out("_m.egress_spec = RT.drop_port")
@@ -510,12 +525,14 @@ class Datapath:
             phv[2].checksum_error = 1
 
     def ingress(self, phv) -> None:
+        self.rt.sm = phv[2]
         try:
             self._ig(phv[0], phv[1], phv[2])
         except pyrt.P4Exit:
             pass
 
     def egress(self, phv) -> None:
+        self.rt.sm = phv[2]
         try:
             self._eg(phv[0], phv[1], phv[2])
         except pyrt.P4Exit:

@@ -166,7 +166,7 @@ class Switch:
             for i, (p, rid) in enumerate(reps):
                 cp = dp.copy_phv(phv)
                 cp[2].egress_rid = rid
-                work.append(("e", (cp, payload, base), p, rid, REPLICATION))
+                work.append(("e", (cp, payload, base, fr.truncate), p, rid, REPLICATION))
             return
         # 5. drop
         es = sm.egress_spec
@@ -175,7 +175,7 @@ class Switch:
             return
         # 6. unicast
         # current simple_switch sets instance_type NORMAL before enqueueing a unicast packet
-        work.append(("e", (phv, payload, base), es, None, NORMAL))
+        work.append(("e", (phv, payload, base, fr.truncate), es, None, NORMAL))
 
     def _reparse(self, data: bytes, port: int, inst: int, fl: Any) -> tuple:
         dp = self.dp
@@ -189,7 +189,7 @@ class Switch:
         if fl is not None:
             dp.restore_fields(meta, fl)
         sm.instance_type = inst
-        return (phv, data[off:], len(data) - hdr._vsize())
+        return (phv, data[off:], len(data) - hdr._vsize(), None)
 
     def _clone(self, session: int, make: Callable[[], tuple], work: deque) -> None:
         s = self.pre.sessions.get(session)
@@ -201,14 +201,14 @@ class Switch:
             work.append(("e", make(), port, None, None))
         if mgid:
             for p, rid in self.pre.replicas(mgid):
-                phv, pl, base = make()
-                phv[2].egress_rid = rid
-                work.append(("e", (phv, pl, base), p, rid, None))
+                pp = make()
+                pp[0][2].egress_rid = rid
+                work.append(("e", pp, p, rid, None))
 
     def _egress(self, pp: tuple, port: int, rid: int | None, inst: int | None, work: deque,
                 out: list) -> None:
         dp, rt = self.dp, self.rt
-        phv, payload, base = pp
+        phv, payload, base, trunc = pp
         hdr, meta, sm = phv
         sm.egress_port = port
         sm.egress_spec = 0  # BMv2 sets drop_port+1, truncated to 9 bits
@@ -234,7 +234,7 @@ class Switch:
                 if fl is not None:
                     dp.restore_fields(cp[1], fl)
                 cp[2].instance_type = EGRESS_CLONE
-                return (cp, payload, base)
+                return (cp, payload, base, None)
             self._clone(fr.clone_session, make, work)
         # 2. drop
         if sm.egress_spec == self.drop_port:
@@ -245,6 +245,8 @@ class Switch:
         data = dp.deparse(phv, payload)
         if fr.truncate is not None:
             data = data[:fr.truncate]
+        elif trunc is not None:             # truncate() called in ingress applies on output
+            data = data[:trunc]
         # 4. recirculate
         if fr.recirc_fl is not None:
             work.append(("i", port, data, RECIRC, dp.save_fields(meta, fr.recirc_fl)))
