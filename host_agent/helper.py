@@ -170,7 +170,7 @@ class HelperRole:
         new = h.strag & ~self.flushed.get(h.iter, 0)
         if new:
             self.flushed[h.iter] = self.flushed.get(h.iter, 0) | h.strag
-            self._flush(h.iter)
+            self._flush(h.iter, h.exp)
         self._maybe_complete(h.iter, h.seq, r)
 
     def on_redirect_data(self, h: wire.Header, vals: np.ndarray, nbytes: int) -> None:
@@ -292,7 +292,7 @@ class HelperRole:
             h.dst = dst
         self.send(h)
 
-    def _flush(self, it: int) -> None:
+    def _flush(self, it: int, exp: int) -> None:
         """Evict the rounds that wait only for the newly known stragglers.  A helper that
         is a worker contributed to every such round and has not been released from it, so
         its own in-flight chunks name them (at most P FLUSHes); a parameter server does
@@ -303,9 +303,11 @@ class HelperRole:
         else:
             targets = [((q // self.pool) & 1, q % self.pool, q) for q in seqs]
         for setbit, slot, seq in targets:
+            # the switch copies the evicting packet's exp into the PARTIAL: a FLUSH must carry
+            # the iteration's scale, or later straggler contributions look mis-scaled
             h = wire.Header(type=wire.FLUSH, flags=wire.F_SET if setbit else 0, job=self.job,
                             wid=self.wid, nworkers=self.n, helper=self.wid, slot=slot,
-                            seq=seq, iter=it, klog2=self.klog2)
+                            seq=seq, iter=it, klog2=self.klog2, exp=exp)
             self.stats.flushes += 1
             self.send(h)
 

@@ -78,3 +78,23 @@ def test_worker_window_and_pack_mask_release():
     sent.clear()
     clock.run(max_time=0.2)
     assert any(wire.unpack(b)[0].type == wire.PROBE for b in sent)
+
+
+def test_flush_carries_the_iterations_scale():
+    """The switch copies the evicting packet's exp into the PARTIAL it emits; a FLUSH with
+    exp 0 made every later straggler contribution (exp f) look mis-scaled and dropped."""
+    import numpy as np
+
+    from host_agent import wire
+    from host_agent.helper import HelperRole
+
+    sent = []
+    role = HelperRole(wid=0, job=1, nworkers=4, k=64, pool=8, send=sent.append)
+    role.in_flight = lambda it: [3, 4]
+    h = wire.Header(type=wire.PARTIAL, job=1, wid=0, nworkers=4, helper=0, slot=2, seq=2, iter=5,
+                    klog2=6, exp=13, bitmap=0b0111, strag=0b1000)
+    role.on_partial(h, np.zeros(64, dtype=np.int32), 300)
+    flushes = [wire.unpack(b)[0] for b in sent]
+    flushes = [f for f in flushes if f.type == wire.FLUSH]
+    assert [f.seq for f in flushes] == [3, 4]
+    assert all(f.exp == 13 for f in flushes)

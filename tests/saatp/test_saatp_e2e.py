@@ -241,6 +241,8 @@ def test_straggler_with_saatp_float_allreduce(saatp_program):
         for s in fr.sums:
             np.testing.assert_allclose(s, want, atol=4 * 2.0 ** -fr.f * 4)
     assert scale.f > 16          # adapted to the small magnitudes
+    # FLUSHes carry the iteration's scale, so no straggler contribution looks mis-scaled
+    assert all(w.helper.stats.exp_mismatch == 0 for w in job.workers)
 
 
 BAD_FRAMES = {

@@ -1,0 +1,285 @@
+"""The SA-ATP switch engine (host_agent.sa_atp_engine) under the saatp backend.
+
+Ranks are threads of this process (as in test_backend_unit.py), each with a real
+ProcessGroupSAATP; rank 0 starts a real ``saatp switch p4src/saatp.p4`` subprocess and
+configures it over P4Runtime; every rank's SA-ATP worker talks to it over its UDP tunnel.
+Runs across spawned processes (1M floats, DDP, killed rank) are in test_backend_dist.py.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+pytest.importorskip("grpc")
+
+from torch._C import _distributed_c10d as c10d  # noqa: E402
+
+from host_agent import quantize as qz  # noqa: E402
+from host_agent import sa_atp_engine as sae  # noqa: E402
+from host_agent.torch_backend import ProcessGroupSAATP, SAATPError, SAATPOptions  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+if not os.path.exists(sae.PROGRAM):  # pragma: no cover
+    pytest.skip(f"switch program {sae.PROGRAM} missing", allow_module_level=True)
+
+
+def run_ranks(world, fn, timeout=120.0):
+    import threading
+    out, done = [None] * world, [False] * world
+
+    def body(r):
+        try:
+            out[r] = fn(r)
+        except BaseException as e:  # noqa: BLE001
+            out[r] = e
+        done[r] = True
+    ths = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(timeout)
+    assert all(done), f"ranks did not finish within {timeout} s: {done}"
+    return out
+
+
+def make_groups(world, timeout_s=30.0, **opts):
+    store = dist.HashStore()
+    o = SAATPOptions(engine="switch", log=0, **opts)
+    return run_ranks(world, lambda r: ProcessGroupSAATP(
+        dist.PrefixStore("g", store), r, world, datetime.timedelta(seconds=timeout_s), o))
+
+
+def shutdown(pgs):
+    for pg in pgs:
+        if isinstance(pg, ProcessGroupSAATP):
+            pg.shutdown()
+
+
+def ar(pg, t, op=dist.ReduceOp.SUM):
+    o = c10d.AllreduceOptions()
+    o.reduceOp = op
+    return pg.allreduce([t], o).wait()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0): look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------------
+# quantization rule and bound (pure functions)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 8, 32])
+def test_frac_bits_leave_room_for_world_contributions(world):
+    rng = np.random.default_rng(world)
+    for amax in list(10.0 ** rng.uniform(-30, 30, 200)) + [1.0, 0.5, 2.0 ** 20, 3e38]:
+        e = sae.amax_exponent(amax)
+        assert amax <= 2.0 ** e <= 2 * amax
+        f = sae.frac_bits(e, world)
+        assert f == qz.exp_for(2.0 ** e, world, headroom=1.0)
+        # world contributions, each at most 2^e, quantized and summed: no int32 overflow
+        assert world * (2.0 ** e * 2.0 ** f + 0.5) < 2 ** 31 or f == qz.EXP_MIN
+    assert sae.frac_bits(sae.amax_exponent(0.0), 2) == qz.EXP_MAX
+    assert sae.amax_exponent(float("nan")) == sae.amax_exponent(float("inf"))
+
+
+def test_quantization_error_is_within_the_stated_step():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(100_000) * 7).astype(np.float32)
+    f = sae.frac_bits(sae.amax_exponent(float(np.abs(x).max())), 4)
+    q, clipped = qz.quantize(x, f)
+    assert not clipped
+    err = np.abs(np.ldexp(q.astype(np.float64), -f) - x.astype(np.float64))
+    assert err.max() <= sae.quant_step_error(f)
+    assert err.max() > 0.5 * sae.quant_step_error(f)  # the step is tight, not a loose guess
+
+
+# ------------------------------------------------------------------------------------------------
+# through the real switch process
+# ------------------------------------------------------------------------------------------------
+def _switch_counters(layout):
+    from emulation.net.control import connect
+    from emulation.net.p4rt_target import P4RuntimeTarget
+
+    from host_agent.controller import Controller
+    c = connect(layout["grpc"], 0)
+    try:
+        return Controller(P4RuntimeTarget(c)).counters(layout["job"])
+    finally:
+        c.close()
+
+
+def test_sum_and_avg_through_the_switch_within_the_bound():
+    world, n = 2, 20_000
+    pgs = make_groups(world)
+    for pg in pgs:
+        if isinstance(pg, BaseException):
+            raise pg
+    layout = pgs[0].engine.impl.layout
+    pid = layout["pid"]
+    try:
+        assert all(pg.engine.name == "switch" for pg in pgs)
+        assert alive(pid)
+        rng = np.random.default_rng(5)
+        data = [(rng.standard_normal(n) * 3).astype(np.float32) for _ in range(world)]
+        data[1][7] = 1000.0  # a large element sets the scale of the whole tensor
+        exact = np.sum(np.stack(data).astype(np.float64), axis=0)
+        for op, div in ((dist.ReduceOp.SUM, 1), (dist.ReduceOp.AVG, world)):
+            ts = [torch.from_numpy(d.copy()) for d in data]
+            res = run_ranks(world, lambda r: ar(pgs[r], ts[r], op))
+            assert all(r is True for r in res), res
+            np.testing.assert_array_equal(ts[0].numpy(), ts[1].numpy())  # same result on every rank
+            err = np.abs(ts[0].numpy().astype(np.float64) - exact / div)
+            bound = pgs[0].engine.error_bound(np.stack(data), world, "avg" if div > 1 else "sum")
+            assert np.all(err <= bound), float(np.max(err / bound))
+            f = pgs[0].engine.impl.last_f
+            assert f == qz.exp_for(2.0 ** sae.amax_exponent(1000.0), world, 1.0)
+            assert err.max() > 1e-3 * sae.quant_step_error(f)  # it was quantized, not a float path
+        # every chunk was aggregated by the switch: per allreduce one header round (2*world lanes)
+        # and ceil(n/K) data rounds, all completed in the switch (no straggler here)
+        k = layout["k"]
+        cnt = _switch_counters(layout)
+        assert cnt["complete"] == 2 * (math.ceil(2 * world / k) + math.ceil(n / k)), cnt
+        assert cnt["violation"] == 0 and cnt["overflow"] == 0
+    finally:
+        shutdown(pgs)
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid), "group shutdown did not stop the switch it started"
+
+
+def test_size_mismatch_and_nonfinite_fail_on_every_rank():
+    pgs = make_groups(2)
+    for pg in pgs:
+        if isinstance(pg, BaseException):
+            raise pg
+    try:
+        ts = [torch.ones(100), torch.ones(101)]
+        res = run_ranks(2, lambda r: ar(pgs[r], ts[r]))
+        for r in res:
+            assert isinstance(r, ValueError) and "sizes differ" in str(r) and "[100, 101]" in str(r), r
+    finally:
+        shutdown(pgs)
+    pgs = make_groups(2)
+    try:
+        ts = [torch.ones(100), torch.ones(100)]
+        ts[1][3] = float("nan")
+        res = run_ranks(2, lambda r: ar(pgs[r], ts[r]))
+        for r in res:
+            assert isinstance(r, ValueError) and "rank(s) [1]" in str(r) and "inf/nan" in str(r), r
+    finally:
+        shutdown(pgs)
+
+
+def test_chunk_size_must_match_the_program():
+    res = make_groups(2, timeout_s=30.0, chunk_size=128)
+    try:
+        for r in res:
+            assert isinstance(r, Exception), r
+            assert "K = 64" in str(r), r
+    finally:
+        shutdown(res)
+
+
+def test_given_switch_address_is_refused_clearly():
+    res = make_groups(2, timeout_s=10.0, switch="127.0.0.1:9559")
+    try:
+        for r in res:
+            assert isinstance(r, Exception) and "only drives a switch it starts itself" in str(r), r
+    finally:
+        shutdown(res)
+
+
+@pytest.mark.parametrize("world", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_killed_switch_gives_every_rank_an_exception_within_the_timeout(world):
+    timeout_s = 6.0
+    pgs = make_groups(world, timeout_s=timeout_s)
+    for pg in pgs:
+        if isinstance(pg, BaseException):
+            raise pg
+    pid = pgs[0].engine.impl.layout["pid"]
+    try:
+        ts = [torch.full((3000,), float(r)) for r in range(world)]
+        assert all(x is True for x in run_ranks(world, lambda r: ar(pgs[r], ts[r])))
+        assert float(ts[0][0]) == sum(range(world))  # it worked before the kill
+        os.kill(pid, signal.SIGKILL)
+        t0 = time.monotonic()
+
+        def step(r):
+            try:
+                ar(pgs[r], torch.ones(3000))
+            except Exception as e:  # noqa: BLE001
+                return e, time.monotonic() - t0
+            return None, time.monotonic() - t0
+        res = run_ranks(world, step, timeout=timeout_s + 30)
+        for r, (exc, secs) in enumerate(res):
+            assert isinstance(exc, SAATPError), f"rank {r}: {exc!r}"
+            assert "timed out after" in str(exc) and "saatp allreduce" in str(exc), str(exc)
+            assert secs < timeout_s + 5, f"rank {r} took {secs:.1f} s"
+        # the group is unusable afterwards, and says why at once
+        t1 = time.monotonic()
+        with pytest.raises(SAATPError, match="unusable after an earlier failure"):
+            ar(pgs[0], torch.ones(10))
+        assert time.monotonic() - t1 < 2
+    finally:
+        shutdown(pgs)  # closing a dead switch must not raise
+
+
+_STARTER = r"""
+import json, sys, time, types
+from host_agent import sa_atp_engine as sae
+from host_agent.torch_backend import SAATPOptions
+store = {}
+ctx = types.SimpleNamespace(rank=0, world_size=2, job_id=3, timeout_s=60.0,
+                            options=SAATPOptions(engine="switch").resolved(),
+                            store_set=lambda k, v: store.__setitem__(k, v))
+addr, close = sae.start_switch(ctx)
+print(json.loads(store[sae.LAYOUT_KEY])["pid"], flush=True)
+time.sleep(600)
+"""
+
+
+def test_switch_stops_itself_when_the_rank_that_started_it_is_killed():
+    """rank 0 killed by SIGKILL cannot run close(): the switch's watcher thread must stop it."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(sae.REPO))
+    p = subprocess.Popen([sys.executable, "-c", _STARTER], stdout=subprocess.PIPE, text=True, env=env,
+                         cwd=str(sae.REPO))
+    pid = None
+    try:
+        line = p.stdout.readline()
+        assert line.strip().isdigit(), f"starter printed {line!r}"
+        pid = int(line)
+        assert alive(pid)
+        p.kill()
+        p.wait(10)
+        deadline = time.monotonic() + 15
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(pid), "the switch outlived the rank that started it"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+        if pid is not None and alive(pid):
+            os.kill(pid, signal.SIGKILL)
