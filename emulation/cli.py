@@ -46,11 +46,8 @@ def _add_p4(sub: argparse._SubParsersAction) -> None:
 
 
 def _defines(items: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for d in items:
-        k, _, v = d.partition("=")
-        out[k] = v or "1"
-    return out
+    from emulation.p4.preprocess import parse_defines
+    return parse_defines(items)
 
 
 def _p4_check(args: argparse.Namespace) -> int:

@@ -247,11 +247,8 @@ class SwitchDaemon:
 
 
 def _defines(items: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for d in items:
-        k, _, v = d.partition("=")
-        out[k] = v or "1"
-    return out
+    from emulation.p4.preprocess import parse_defines
+    return parse_defines(items)
 
 
 def _safe(name: str) -> str:

@@ -30,10 +30,10 @@ from typing import Any, Callable, Optional
 
 from . import ast as A
 from .errors import Loc, P4Error, P4Unsupported
-from .info import (ActionInfoP, ControllerHeaderInfo, ExternInstanceInfo, HeaderFieldInfo, KeyInfoP, ParamInfo,
+from .info import (ActionInfoP, ControllerHeaderInfo, HeaderFieldInfo, KeyInfoP, ParamInfo,
                    ProgramInfo, TableActionRef, TableInfo)
 from .types import (ActionT, AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, InfInt,
-                    MatchKindT, StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, VarBit, VoidT, is_composite,
+                    StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, VarBit, VoidT, is_composite,
                     same)
 
 CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort", "ParserTimeout",
@@ -190,9 +190,6 @@ class Compiler:
         self.classes = Out()
         self.mod = Out()            # module-level code after the classes
         self._n = 0
-        self._generated_factories: dict[int, str] = {}
-        self._pending_factories: list = []
-        self._factory_code: list[str] = []
         self.headers: list[HeaderT] = []
         self.structs: list[StructT] = []
         self.top_actions: list[ActionSym] = []
@@ -363,9 +360,6 @@ class Compiler:
     # ------------------------------------------------------------ top level
     def compile(self) -> tuple[str, dict]:
         g = self.glob
-        # predeclared types
-        for name, ty in (("packet_in", None), ("packet_out", None)):
-            pass
         for d in self.prog.decls:
             self.declare_global(d)
         main = g.syms.get("main")
@@ -481,9 +475,9 @@ class Compiler:
             seen.add(f.name)
             ft = self.resolve_type(f.type, scope)
             if isinstance(ft, VarBit) and not isinstance(d, A.HeaderDecl):
-                raise self.err(f"varbit fields are only allowed in headers", f)
+                raise self.err("varbit fields are only allowed in headers", f)
             if isinstance(ft, VarBit) and any(isinstance(t, VarBit) for _, _, t in fields):
-                raise self.err(f"a header can have only one varbit field", f)
+                raise self.err("a header can have only one varbit field", f)
             if isinstance(d, A.HeaderDecl) and not isinstance(ft, (Bits, BoolT, VarBit)) and not (
                     isinstance(ft, EnumT) and ft.repr is not None):
                 raise self.err(f"header field {f.name} must be bit<W>, int<W>, bool or a serializable enum, "
@@ -583,7 +577,7 @@ class Compiler:
             else:
                 self._gen_varbit_codec(ty, o, nb)
             with o.block("def _int(self):"):
-                o(f"return int.from_bytes(self._bytes(), 'big')")
+                o("return int.from_bytes(self._bytes(), 'big')")
         o("")
 
     @staticmethod
@@ -658,7 +652,7 @@ class Compiler:
             o("pkt.off = off + n")
             o("self._valid = True")
         with o.block("def _extract(self, buf, off):"):
-            o(f"raise ParserReject(6)")
+            o("raise ParserReject(6)")
         with o.block("def _bytes(self):"):
             o("v = 0")
             o("n = 0")
@@ -1313,7 +1307,7 @@ class Compiler:
         out("try:")
         out(f"    {tmp} = {call}")
         out(f"    {exc} = None")
-        out(f"except P4Exit as _e:")
+        out("except P4Exit as _e:")
         out(f"    {tmp} = {'(None,) + ' if has_ret else ''}_e.outs")
         out(f"    {exc} = _e")
         k = 1 if has_ret else 0
@@ -1683,8 +1677,6 @@ class Compiler:
         o = Out()
         o.ind = self._fn_indent
         with o.block(f"def {s.py}({', '.join(pys)}):"):
-            for py in outs:
-                pass
             fn = FnCtx("function", s.ret, outs)
             self.stmts(d.body.stmts, inner, o, fn)
             if outs and isinstance(s.ret, VoidT):
@@ -1913,14 +1905,7 @@ class Compiler:
         for loc in d.locals:
             if isinstance(loc, A.TableDecl):
                 self.gen_table(inner.syms[loc.name], inner, o, path)
-        args = [f"{p}_" for p in pys]
-        with o.block(f"def apply({', '.join(args)}):"):
-            if nl:
-                o(nl)
-            for p in pys:
-                o(f"{p} = {p}_")
-            for r in resets:
-                o(r)
+        with self._apply_def(pys, nl, resets, o):
             fn = FnCtx("control", VoidT(), outs)
             self.stmts(d.body.stmts, Scope(inner), o, fn)
             if outs:
@@ -1961,14 +1946,7 @@ class Compiler:
                 sc = Scope(inner)
                 self.stmts(s.stmts, sc, o, fn)
                 self.gen_transition(s.transition, sc, o, spy)
-        args = [f"{p}_" for p in pys]
-        with o.block(f"def apply({', '.join(args)}):"):
-            if nl:
-                o(nl)
-            for p in pys:
-                o(f"{p} = {p}_")
-            for r in resets:
-                o(r)
+        with self._apply_def(pys, nl, resets, o):
             o(f"st = {spy['start']}")
             o("n = 0")
             with o.block("while st is not None:"):
@@ -1979,6 +1957,16 @@ class Compiler:
                 o(f"return ({', '.join(outs)},)")
         o("return apply")
         o.ind -= 1
+
+    @staticmethod
+    @contextmanager
+    def _apply_def(pys: list, nl: Optional[str], resets: list, o: Out):
+        """``def apply(...)`` of an instance with its prologue: the parameters go into the
+        instance's cells and control-level variables are reset; the caller adds the body."""
+        with o.block(f"def apply({', '.join(f'{p}_' for p in pys)}):"):
+            for line in ([nl] if nl else []) + [f"{p} = {p}_" for p in pys] + list(resets):
+                o(line)
+            yield
 
     def _goto(self, name: str, spy: dict, node) -> str:
         if name == "accept":
@@ -2124,8 +2112,6 @@ class Compiler:
             else:
                 wrappers.append(s.py)
         t.actions = acts
-        if not any(s.decl.name == "NoAction" for s, _ in acts) and "default_action" not in d.props:
-            pass
         # default action
         dflt_name, dflt_args, const_dflt = None, [], False
         if "default_action" in d.props:

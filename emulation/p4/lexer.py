@@ -17,10 +17,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
-from .errors import Loc, P4Error, P4Unsupported
+from .errors import Loc, P4Error
 from .preprocess import LineMap
 
 GRAMMAR = Path(__file__).with_name("p4.lark")

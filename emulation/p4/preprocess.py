@@ -19,6 +19,15 @@ INCLUDE_DIR = str(Path(__file__).with_name("include"))
 _LINE_RE = re.compile(r'^\s*#\s*(?:line\s+)?(\d+)\s+"([^"]*)"')
 
 
+def parse_defines(items: Sequence[str]) -> dict[str, str]:
+    """``-D NAME[=VALUE]`` options as a dict (a bare NAME is defined as 1, as cpp does)."""
+    out = {}
+    for d in items:
+        k, _, v = d.partition("=")
+        out[k] = v or "1"
+    return out
+
+
 class LineMap:
     def __init__(self, entries: list[tuple[str, int]]):
         self.entries = entries  # index = expanded line - 1

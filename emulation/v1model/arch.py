@@ -21,7 +21,7 @@ from emulation.p4.compiler import ArchHooks, Compiler, InstSym, Out, Scope
 from emulation.p4.errors import Loc, P4Error, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
 from emulation.p4.types import (AnyT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
-                                VarBit, is_composite)
+                                VarBit)
 
 from . import externs as X
 from .match import Exact, Lpm, Optional_, Range, Ternary
@@ -124,7 +124,6 @@ class V1Hooks(ArchHooks):
                 rc, rt, assign = comp.lvalue(res, scope)
                 comp.check_assignable(t, rt, res)
                 ic, it = comp.expr(idx, scope, Bits(32))
-                size = getattr(ety, "size", None)
                 i = comp.fresh("i")
                 out(f"{i} = {ic}")
                 # in bounds: the cell; out of bounds: BMv2 leaves the destination as it was (logged)
