@@ -68,7 +68,7 @@ class V1Hooks(ArchHooks):
                 raise comp.err(f"register cells must be bit<W> or int<W>, not {t}", inst.decl)
             out(f"{py} = X.Register({full!r}, {size}, {t.width}, {t.signed}, RT.log_fn)")
             out(f"{py}_c = {py}.cells")     # the generated code reads and writes cells directly
-            inst.size = size
+            ety.size = size                 # a compile-time bound for the generated index checks
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="register", name=full, size=size,
                                                         width=t.width, signed=t.signed))
         elif kind == "counter":
@@ -128,7 +128,8 @@ class V1Hooks(ArchHooks):
                 out(f"{i} = {ic}")
                 # in bounds: the cell; out of bounds: BMv2 leaves the destination as it was (logged)
                 lo = f"0 <= {i} < " if isinstance(it, Bits) and it.signed else f"{i} < "
-                for s in assign(f"({oc}_c[{i}] if {lo}{oc}.size else {oc}.read({i}, {rc}))"):
+                size = getattr(ety, "size", None) or f"{oc}.size"
+                for s in assign(f"({oc}_c[{i}] if {lo}{size} else {oc}.read({i}, {rc}))"):
                     out(s)
                 return None
             if method == "write":
@@ -139,7 +140,8 @@ class V1Hooks(ArchHooks):
                 i = comp.fresh("i")
                 out(f"{i} = {ic}")
                 lo = f"0 <= {i} < " if isinstance(it, Bits) and it.signed else f"{i} < "
-                out(f"if {lo}{oc}.size: {oc}_c[{i}] = {vc}")
+                size = getattr(ety, "size", None) or f"{oc}.size"
+                out(f"if {lo}{size}: {oc}_c[{i}] = {vc}")
                 out(f"else: {oc}.write({i}, {vc})")
                 return None
         if kind == "counter" and method == "count":
