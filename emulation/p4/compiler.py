@@ -2050,6 +2050,10 @@ class Compiler:
         if isinstance(e, A.Cast):
             return self.key_name(e.e)
         if isinstance(e, A.Binary):
+            if e.op == "&" and isinstance(e.r, A.IntLit):
+                # ``field & MASK : exact``: p4c's BMv2 back end keys the table on the field with a
+                # mask, and control planes address the key by the field's name
+                return self.key_name(e.l)
             return f"{self.key_name(e.l)} {e.op} {self.key_name(e.r)}"
         return "key"
 

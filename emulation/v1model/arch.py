@@ -306,6 +306,39 @@ class V1Hooks(ArchHooks):
             parts.append(f"({c} << {shift})" if shift else c)
         return f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
 
+    def _adhoc_field_list(self, comp, data, scope) -> int:
+        """The deprecated ``resubmit(data)``/``recirculate(data)``/``clone3(.., data)``: p4c makes
+        a field list of the metadata fields named in ``data``; give it a negative id."""
+        items = data.items if isinstance(data, A.ListExpr) else [data]
+        paths = []
+        for it in items:
+            chain = []
+            e = it
+            while isinstance(e, A.Member):
+                chain.append(e.name)
+                e = e.obj
+            if not isinstance(e, A.Path):
+                raise comp.err("the data of resubmit/recirculate/clone3 must name metadata fields", it)
+            root = scope.lookup(e.name)
+            rtype = getattr(root, "ty", None)
+            comp.expr(it, scope)          # type-checks the reference
+            t = rtype
+            pyp = []
+            for name in reversed(chain):
+                f = t.field(name) if isinstance(t, (StructT, HeaderT)) else None
+                if f is None:
+                    raise comp.err(f"{t} has no field {name}", it)
+                pyp.append(f[1])
+                t = f[2]
+            if pyp:
+                paths.append((rtype, tuple(pyp)))
+            elif isinstance(rtype, StructT):
+                paths.extend((rtype, (p,)) for _, p, _ in rtype.fields)
+        adhoc = comp.__dict__.setdefault("adhoc_field_lists", {})
+        fl = -2 - len(adhoc)
+        adhoc[fl] = paths
+        return fl
+
     def _algo(self, comp, e):
         if isinstance(e, A.TypeMember) and e.tname == "HashAlgorithm":
             return e.name
@@ -377,6 +410,8 @@ class V1Hooks(ArchHooks):
             fl = "None"
             if name == "clone_preserving_field_list":
                 fl = str(comp.const_int(args[2], scope, "field list index"))
+            elif name == "clone3" and n == 3:
+                fl = str(self._adhoc_field_list(comp, args[2], scope))
             out(f"RT.clone({sc}, {fl})")
             return None
         if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
@@ -384,7 +419,8 @@ class V1Hooks(ArchHooks):
             out(f"RT.{name.split('_')[0]}({fl})")
             return None
         if name in ("resubmit", "recirculate"):
-            out(f"RT.{name}(-1)")
+            fl = self._adhoc_field_list(comp, args[0], scope) if n == 1 else -1
+            out(f"RT.{name}({fl})")
             return None
         if name == "truncate":
             c, t = comp.expr(args[0], scope, Bits(32))
@@ -550,18 +586,30 @@ class Datapath:
         return b"".join(po.parts)
 
     def save_fields(self, meta, fl: Optional[int]):
+        """Values of field list ``fl`` (attribute paths into the user metadata), copied."""
         if fl is None:
             return None
-        return [(a, getattr(meta, a)) for a in self.program.field_lists.get(fl, ())]
+        out = []
+        for path in self.program.field_lists.get(fl, ()):
+            obj = meta
+            for a in path[:-1]:
+                obj = getattr(obj, a)
+            v = getattr(obj, path[-1])
+            out.append((path, v._copy() if hasattr(v, "_copy") else v))
+        return out
 
     def restore_fields(self, meta, saved) -> None:
-        if saved:
-            for a, v in saved:
-                setattr(meta, a, v)
+        for path, v in saved or ():
+            obj = meta
+            for a in path[:-1]:
+                obj = getattr(obj, a)
+            setattr(obj, path[-1], v)
 
 
-def _field_lists(meta: StructT) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
+def _field_lists(meta: StructT, adhoc: dict) -> dict[int, list[tuple]]:
+    """Field lists: ``@field_list(N)`` annotations on user metadata fields, plus the ones made
+    from the data argument of the deprecated resubmit/recirculate/clone3 (negative ids)."""
+    out: dict[int, list[tuple]] = {}
     for n, p, t in meta.fields:
         anns = meta.field_annotations.get(n, {})
         body = anns.get("field_list")
@@ -569,7 +617,9 @@ def _field_lists(meta: StructT) -> dict[int, list[str]]:
             continue
         for tok in body:
             if tok.type == "INTEGER":
-                out.setdefault(int(tok.value, 0), []).append(p)
+                out.setdefault(int(tok.value, 0), []).append((p,))
+    for fl, paths in adhoc.items():
+        out[fl] = [path for root, path in paths if root is meta]
     return out
 
 
@@ -602,7 +652,8 @@ def _compile_ast(comp: Compiler, prog: A.Program, filename: str) -> Program:
         if not isinstance(t, StructT):
             raise P4Error(f"the parser's {what} parameter must be a struct", pdecl.loc)
     comp.info.arch = "v1model"
-    return Program(source, comp.info, blocks, _field_lists(mtype), htype.cls, mtype.cls, smtype.cls,
+    return Program(source, comp.info, blocks, _field_lists(mtype, getattr(comp, "adhoc_field_lists", {})),
+                   htype.cls, mtype.cls, smtype.cls,
                    comp.errors_list, filename)
 
 
