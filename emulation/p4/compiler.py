@@ -1743,6 +1743,9 @@ class Compiler:
 
     def gen_block_instance(self, d, path: str, ctor_syms: dict, scope_for_inst: Scope) -> str:
         """Generate the factory of one parser/control instance; returns the factory's python name."""
+        if d.type_params:
+            raise P4Unsupported(f"{d.name}: generic parsers and controls (type parameters "
+                                f"<{', '.join(d.type_params)}>) are not supported by the embedded target", d.loc)
         fname = self.fresh("mk_" + d.name)
         o = Out()
         o.ind = 1
