@@ -144,3 +144,15 @@ def test_cli_run_rejects_bad_packet_hex():
     r = subprocess.run([sys.executable, "-m", "emulation.cli", "p4", "run", str(ROOT / "p4src" / "basic_router.p4"),
                         "--packet", "0", "zz"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "bad --packet" in r.stderr
+
+
+def test_generic_control_specialised_by_explicit_type_arguments():
+    src = SKELETON.replace("control VC(", "control Inc<T>(inout T x) { apply { x = x + 1; } }\ncontrol VC(") \
+        .replace("BODY", "Inc<bit<8>>() inc;\n    apply { inc.apply(hdr.h.b); sm.egress_spec = 3; }")
+    sw = Switch.from_source(src, "generic.p4")
+    assert sw.process(0, b"\x01\x09") == [(3, b"\x01\x0a")]
+    # without type arguments the instance is refused by name, not miscompiled
+    bad = src.replace("Inc<bit<8>>() inc;", "Inc() inc;")
+    with pytest.raises(P4Error) as ei:
+        parse_and_compile(bad)
+    assert "generic" in str(ei.value)

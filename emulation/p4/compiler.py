@@ -267,7 +267,7 @@ class Compiler:
                 return ExternT(s.ty, args + [AnyT()] * (n - len(args)))
             if isinstance(s.ty, Ty):
                 return s.ty
-            return BlockT(s.ty, type(s.ty).__name__)
+            return BlockT(s.ty, type(s.ty).__name__, args)
         if isinstance(t, A.TStack):
             el = self.resolve_type(t.elem, scope)
             if not isinstance(el, HeaderT):
@@ -1435,7 +1435,12 @@ class Compiler:
     def call_block_apply(self, oc: str, ot: BlockT, e: A.Call, scope: Scope, out: Out):
         d = ot.decl
         params = d.params
-        ptypes = [self.resolve_type(p.type, scope) if not self._is_arch_param(p) else AnyT() for p in params]
+        pscope = scope
+        if getattr(d, "type_params", None) and ot.args:
+            pscope = Scope(scope)
+            for tp, ta in zip(d.type_params, ot.args):
+                pscope.syms[tp] = TypeSym(ta)
+        ptypes = [self.resolve_type(p.type, pscope) if not self._is_arch_param(p) else AnyT() for p in params]
         codes, wbs = self.gen_call_args(params, ptypes, e.args, scope, e, f"{d.name}.apply")
         r = self.emit_call_with_outs(oc, codes, wbs, out, False)
         if r is not None:
@@ -1741,15 +1746,19 @@ class Compiler:
             syms[p.name] = Const(v if not isinstance(ty, Bits) else (v & ty.mask), ty)
         return syms
 
-    def gen_block_instance(self, d, path: str, ctor_syms: dict, scope_for_inst: Scope) -> str:
-        """Generate the factory of one parser/control instance; returns the factory's python name."""
-        if d.type_params:
-            raise P4Unsupported(f"{d.name}: generic parsers and controls (type parameters "
-                                f"<{', '.join(d.type_params)}>) are not supported by the embedded target", d.loc)
+    def gen_block_instance(self, d, path: str, ctor_syms: dict, scope_for_inst: Scope,
+                           type_args: list | None = None) -> str:
+        """Generate the factory of one parser/control instance; returns the factory's python name.
+        A generic parser/control is specialised here (code is generated per instance)."""
+        if d.type_params and len(type_args or ()) != len(d.type_params):
+            raise P4Unsupported(f"{d.name}: a generic parser/control needs explicit type arguments here "
+                                f"(<{', '.join(d.type_params)}>); inferring them is not supported", d.loc)
         fname = self.fresh("mk_" + d.name)
         o = Out()
         o.ind = 1
         scope = Scope(self.glob)
+        for tp, ta in zip(d.type_params, type_args or ()):
+            scope.syms[tp] = TypeSym(ta)
         inst_calls = []
         fparams, fargs = [], []
         for k, v in ctor_syms.items():
@@ -1856,7 +1865,7 @@ class Compiler:
             return
         if isinstance(ty, BlockT) and isinstance(ty.decl, (A.ControlDecl, A.ParserDecl)):
             syms = self.instance_args(ty.decl, loc.args, scope, loc)
-            fname = self.gen_block_instance(ty.decl, full, syms, scope)
+            fname = self.gen_block_instance(ty.decl, full, syms, scope, ty.args)
             py = self.fresh("i_" + loc.name)
             o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
             scope.syms[loc.name] = InstSym(py, ty, full, loc, "block")

@@ -166,6 +166,7 @@ class BlockT(Ty):
     """A parser or control type (declaration), or a package."""
     decl: Any
     kind: str = ""
+    args: list = field(default_factory=list)     # type arguments of a generic parser/control
 
     def __str__(self) -> str:
         return self.decl.name
