@@ -156,3 +156,18 @@ def test_generic_control_specialised_by_explicit_type_arguments():
     with pytest.raises(P4Error) as ei:
         parse_and_compile(bad)
     assert "generic" in str(ei.value)
+
+
+def test_for_in_range_loop_with_break():
+    src = prog("""apply {
+        bit<8> acc = 0;
+        for (bit<8> i in 1 .. 10) {
+            if (i == hdr.h.b) { break; }
+            acc = acc + i;
+        }
+        hdr.h.a = acc;
+        sm.egress_spec = 1;
+    }""")
+    sw = Switch.from_source(src, "forin.p4")
+    assert sw.process(0, bytes([0, 4])) == [(1, bytes([1 + 2 + 3, 4]))]
+    assert sw.process(0, bytes([0, 99])) == [(1, bytes([55, 99]))]

@@ -282,6 +282,15 @@ class For(Stmt):
 
 
 @dataclass
+class ForRange(Stmt):
+    type: Any = None
+    name: str = ""
+    lo: Expr = None
+    hi: Expr = None
+    body: Stmt = None
+
+
+@dataclass
 class Break(Stmt):
     pass
 
@@ -1061,6 +1070,11 @@ class Builder(Transformer):
         inits, rest = c[0], c[1:]
         cond = rest[0] if len(rest) == 3 else None
         return For(loc=self._mloc(meta, c), inits=inits or [], cond=cond, updates=rest[-2] or [], body=rest[-1])
+
+    @v_args(meta=True)
+    def for_in_stmt(self, meta, c):
+        rest = [x for x in c if not (isinstance(x, Token) and x.type == "IN")]
+        return ForRange(loc=self._mloc(meta, c), type=rest[0], name=rest[1], lo=rest[2], hi=rest[3], body=rest[4])
 
     def for_inits(self, c):
         return [x for x in c if x is not None]

@@ -1549,6 +1549,20 @@ class Compiler:
                 self._loops += 1
                 self.stmt_scoped(s.body, inner, out, fn)
                 self._loops -= 1
+        elif isinstance(s, A.ForRange):
+            # for (T x in lo .. hi): both bounds included (P4_16 v1.2.5)
+            inner = Scope(scope)
+            ty = self.resolve_type(s.type, scope)
+            lc, lt = self.expr(s.lo, scope, ty)
+            hc, ht = self.expr(s.hi, scope, ty)
+            self.check_assignable(ty, lt, s.lo)
+            self.check_assignable(ty, ht, s.hi)
+            py = self.fresh("v_" + s.name)
+            inner.syms[s.name] = Var(py, ty)
+            with out.block(f"for {py} in range({lc}, ({hc}) + 1):"):
+                self._loops += 1
+                self.stmt_scoped(s.body, inner, out, fn)
+                self._loops -= 1
         elif isinstance(s, (A.Break, A.Continue)):
             if not self._loops:
                 raise self.err(f"{'break' if isinstance(s, A.Break) else 'continue'} outside a loop", s)
