@@ -105,6 +105,39 @@ def _target_parser() -> argparse.ArgumentParser:
     return ap
 
 
+# options that scripts written for simple_switch_grpc always pass (the p4lang tutorials'
+# P4RuntimeSwitch passes --thrift-port and --nanolog): accepted with a warning and ignored,
+# so those scripts work unchanged; the value is how many arguments follow the option
+IGNORED = {"--thrift-port": 1, "--nanolog": 1, "--debugger": 0, "--log-flush": 0}
+
+
+def _drop_ignored(argv: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        name = a.split("=", 1)[0]
+        if name in IGNORED:
+            n = 0 if "=" in a else IGNORED[name]
+            print(f"saatp switch: warning: {name} ignored ({UNSUPPORTED.get(name, 'not modelled')})",
+                  file=sys.stderr)
+            i += 1 + n
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _p4_for_json(path: str) -> str | None:
+    """The P4 source a BMv2 JSON was compiled from, found the way the tutorials lay files out
+    (``build/basic.json`` from ``basic.p4``): next to the JSON, in its parent, or here."""
+    p = Path(path)
+    for d in (p.parent, p.parent.parent, Path.cwd()):
+        cand = d / (p.stem + ".p4")
+        if cand.is_file():
+            return str(cand)
+    return None
+
+
 def _check_unsupported(argv: Sequence[str]) -> None:
     for a in argv:
         name = a.split("=", 1)[0]
@@ -119,6 +152,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         main_argv, target_argv = argv[:k], argv[k + 1:]
     else:
         main_argv, target_argv = argv, []
+    main_argv, target_argv = _drop_ignored(main_argv), _drop_ignored(target_argv)
     _check_unsupported(main_argv + target_argv)
     args = _main_parser().parse_args(main_argv)
     t = _target_parser().parse_args(target_argv)
@@ -134,7 +168,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if not args.program and not args.no_p4:
         raise UsageError("give a P4 program, or --no-p4 to wait for one over P4Runtime")
     if args.program and args.program.endswith(".json"):
-        raise UsageError(f"{args.program}: this switch runs P4 source, not BMv2 JSON; pass the .p4 program")
+        src = _p4_for_json(args.program)
+        if src is None:
+            raise UsageError(f"{args.program}: this switch runs P4 source, not BMv2 JSON, and no "
+                             f"{Path(args.program).stem}.p4 was found beside it; pass the .p4 program")
+        print(f"saatp switch: running {src} (the source of {args.program})", file=sys.stderr)
+        args.program = src
     if args.cpu_port is not None and not 0 < args.cpu_port < 511:
         raise UsageError(f"--cpu-port {args.cpu_port}: must be in 1..510 (0 is not valid, 511 is the drop port)")
     if not 0 < args.drop_port < 512:

@@ -73,13 +73,25 @@ def test_parse_args_shapes():
     assert (a.pcap, a.program) == (".", "prog.p4")
 
 
+def test_tutorial_command_line_is_accepted(tmp_path, capsys):
+    """The p4lang tutorials' P4RuntimeSwitch passes --thrift-port, --nanolog and build/NAME.json:
+    the first two are ignored with a warning, the JSON is replaced by the NAME.p4 beside it."""
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "basic.json").write_text("{}")
+    (tmp_path / "basic.p4").write_text("// source\n")
+    a = parse_args(["-i", "1@veth0", "--thrift-port", "9090", "--nanolog", "ipc:///tmp/bm-0-log.ipc",
+                    "--device-id", "0", str(tmp_path / "build" / "basic.json"), "--log-console",
+                    "--", "--grpc-server-addr", "127.0.0.1:50051"])
+    assert a.program == str(tmp_path / "basic.p4") and a.grpc_server_addr == "127.0.0.1:50051"
+    err = capsys.readouterr().err
+    assert "--thrift-port ignored" in err and "--nanolog ignored" in err
+
+
 @pytest.mark.parametrize("argv,msg", [
-    (["--thrift-port", "9090", "p.p4"], "Thrift"),
     (["--no-p4", "--", "--dp-grpc-server-addr", "x:1"], "not supported"),
-    (["--nanolog", "ipc:///tmp/x", "p.p4"], "nanomsg"),
     (["p.p4", "--no-p4"], "not both"),
     ([], "--no-p4"),
-    (["prog.json"], "BMv2 JSON"),
+    (["/nonexistent/prog.json"], "BMv2 JSON"),
     (["--no-p4", "--cpu-port", "0"], "0 is not valid"),
     (["--no-p4", "--bogus"], "unrecognized"),
 ])
