@@ -10,6 +10,12 @@ The backend (``host_agent/torch_backend``) loads this module when the switch eng
   (:class:`emulation.net.p4rt_target.P4RuntimeTarget`): per-port host addresses, ``job_cfg``
   (pool = window, T_s = straggler threshold, SA-ATP mode), ``wid_port`` and the job's
   multicast group.  The port layout goes to the other ranks through the c10d store.
+* with ``SAATP_SWITCH`` given (a switch the user started; syntax in
+  :func:`host_agent.torch_backend.options.parse_switch_spec`), rank 0 instead runs
+  :func:`setup_given_switch` inside :func:`create_engine`: it pushes ``p4src/saatp.p4`` only if
+  the switch has no pipeline (``saatp switch --no-p4``), zeroes the job's leftover state,
+  configures the job with the same Controller, publishes the layout, and at close deletes the
+  job's entries again; it never stops that switch.
 * :func:`create_engine` (every rank) runs one :class:`host_agent.worker.Worker` (wid = rank)
   on its UDP tunnel, on a background thread with a :class:`~host_agent.clock.RealClock`, so the
   worker keeps answering late peers (result cache, helper role) between collectives.
@@ -214,28 +220,227 @@ def _program_k(client) -> int:
     return len(lanes)
 
 
+class _JobTarget:
+    """The Controller's control-plane calls over P4Runtime (a
+    :class:`emulation.net.p4rt_target.P4RuntimeTarget`) that also remembers every entry and
+    multicast group written for the job, so :func:`remove_job` can delete exactly those, and
+    that replaces an entry or group a previous run of the same job left behind (ALREADY_EXISTS)
+    instead of failing."""
+
+    _ALREADY_EXISTS = 6  # google.rpc.Code
+
+    def __init__(self, client):
+        from emulation.net.p4rt_target import P4RuntimeTarget
+        self.t = P4RuntimeTarget(client)
+        self.entries: list[tuple[str, dict, int]] = []
+        self.groups: list[int] = []
+
+    def __getattr__(self, name):  # register, register_read, counter_read, table_modify, ...
+        return getattr(self.t, name)
+
+    def _exists(self, e: Exception) -> bool:
+        return self._ALREADY_EXISTS in getattr(e, "codes", ())
+
+    def table_add(self, table, action, match, args=(), priority=None) -> int:
+        from emulation.p4runtime.client import WriteError
+        m = self.t._match(table, match)
+        try:
+            h = self.t.table_add(table, action, m, args, priority)
+        except WriteError as e:
+            if not self._exists(e):
+                raise
+            self.t.c.modify(table, m, action, self.t._params(action, args), priority or 0)
+            h = self.t._next
+            self.t._next += 1
+            self.t._entries[h] = (table, m, priority or 0)
+        self.entries.append((table, m, priority or 0))
+        return h
+
+    def mc_set_group(self, mgid, replicas) -> None:
+        from emulation.p4runtime.client import WriteError
+        try:
+            self.t.mc_set_group(mgid, replicas)
+        except WriteError as e:
+            if not self._exists(e):
+                raise
+            self.t.c.multicast_group(mgid, list(replicas), "MODIFY")
+            self.t._groups.add(mgid)
+        if mgid not in self.groups:
+            self.groups.append(mgid)
+
+
+def _check_k(c, k: int) -> int:
+    pk = _program_k(c)
+    if pk != k:
+        raise ValueError(f"saatp: chunk_size (SAATP_CHUNK) = {k} but the switch program aggregates "
+                         f"K = {pk} lanes per packet; set SAATP_CHUNK={pk} or regenerate the program "
+                         f"(scripts/gen_saatp_p4.py)")
+    return pk
+
+
+def _configure(c, job: int, world: int, ports: dict[int, int], window: int, t_s: float, k: int,
+               base: int | None = None) -> tuple[dict, _JobTarget]:
+    from .controller import Controller, JobSpec
+    pk = _check_k(c, k)
+    tgt = _JobTarget(c)
+    ctl = Controller(tgt, SWITCH_MAC, SWITCH_IP)
+    for w, port in sorted(ports.items()):
+        ctl.add_host(port, _host_mac(w), _host_ip(w))
+    ctl.configure_job(JobSpec(job=job, ports=dict(ports), nworkers=world, pool=window, t_s=t_s, mode="saatp",
+                              base=base))
+    return {"k": pk, "cli": ctl.cli_commands(), "nslots": ctl.nslots}, tgt
+
+
 def configure_job(grpc_addr: str, job: int, world: int, ports: dict[int, int], window: int, t_s: float,
                   k: int, timeout: float = 10.0) -> dict:
     """Configure one SA-ATP job on the switch at ``grpc_addr`` with the project's Controller over
     P4Runtime. ``ports``: wid -> switch port. Returns {"k": program K, "cli": commands}."""
     from emulation.net.control import connect
-    from emulation.net.p4rt_target import P4RuntimeTarget
-
-    from .controller import Controller, JobSpec
     c = connect(grpc_addr, 0, timeout=timeout)
     try:
-        pk = _program_k(c)
-        if pk != k:
-            raise ValueError(f"saatp: chunk_size (SAATP_CHUNK) = {k} but the switch program aggregates "
-                             f"K = {pk} lanes per packet; set SAATP_CHUNK={pk} or regenerate the program "
-                             f"(scripts/gen_saatp_p4.py)")
-        ctl = Controller(P4RuntimeTarget(c), SWITCH_MAC, SWITCH_IP)
-        for w, port in sorted(ports.items()):
-            ctl.add_host(port, _host_mac(w), _host_ip(w))
-        ctl.configure_job(JobSpec(job=job, ports=dict(ports), nworkers=world, pool=window, t_s=t_s, mode="saatp"))
-        return {"k": pk, "cli": ctl.cli_commands()}
+        cfg, _ = _configure(c, job, world, ports, window, t_s, k)
+        return cfg
     finally:
         c.close()
+
+
+def remove_job(grpc_addr: str, device: int, entries: list, groups: list, timeout: float = 5.0) -> None:
+    """Delete the table entries and multicast groups one job wrote (``_JobTarget``), newest first.
+    The Controller has no "remove job" call; this undoes exactly what it wrote for the job."""
+    from emulation.net.control import connect
+    c = connect(grpc_addr, device, timeout=timeout)
+    try:
+        c.load_p4info()
+        errors = []
+        for table, m, prio in reversed(entries):
+            try:
+                c.delete(table, m, prio)
+            except Exception as e:  # noqa: BLE001 - delete what can be deleted
+                errors.append(f"{table}: {e}")
+        for mgid in groups:
+            try:
+                c.multicast_group(mgid, [], "DELETE")
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"multicast group {mgid}: {e}")
+        if errors:
+            raise SwitchEngineError("removing the job from the switch: " + "; ".join(errors))
+    finally:
+        c.close()
+
+
+def _ensure_pipeline(c, addr: str, program: str) -> bool:
+    """Use the switch's pipeline if it has one; else push ``program`` (P4Info from the embedded
+    front end, the P4 source as device config, as ``saatp switch --no-p4`` takes it). Returns
+    True if this call pushed it."""
+    import grpc
+    try:
+        info = c.load_p4info()
+        if len(info.tables) or len(info.actions):
+            return False
+    except grpc.RpcError as e:
+        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            raise SwitchEngineError(f"saatp: the switch given in SAATP_SWITCH does not answer P4Runtime at "
+                                    f"{addr} ({e.code().name}): is it running?") from None
+        # FAILED_PRECONDITION etc.: no pipeline yet
+    from emulation.net.control import p4info_for_source
+    info = p4info_for_source(program)
+    try:
+        c.set_pipeline(info, Path(program).read_bytes())
+    except grpc.RpcError as e:
+        raise SwitchEngineError(
+            f"saatp: the switch at {addr} has no pipeline and refused {program} as device config "
+            f"({e.code().name}: {e.details()}). BMv2 (simple_switch_grpc) needs the JSON p4c writes: "
+            f"start it with p4src/saatp.p4 compiled by p4c (or load it over P4Runtime) first; the engine "
+            f"then uses that pipeline as is") from None
+    return True
+
+
+_SLOT_REGISTERS = ("s_state", "s_iter", "s_seq", "s_bitmap", "s_ts", "s_first", "s_helper", "s_ovf")
+_JOB_REGISTERS = ("j_iter", "j_strag", "j_helper")
+
+
+def _reset_job_state(c, job: int, base: int, nslots: int) -> None:
+    """Zero the switch state a previous job with this id (or these slots) left in a switch that
+    keeps running: the slots' round state (the values are overwritten when a round opens), the
+    job's iteration / straggler / helper registers and its event counters. Without this, the
+    restarted iteration numbers look *stale* to the switch. One batched P4Runtime Write."""
+    from emulation.p4runtime import p4runtime_pb2 as pb
+    from emulation.p4runtime.server import encode_bytes
+    idx = c._idx()
+    updates = []
+
+    def reg(name, index):
+        r = idx.get("register", name)
+        ent = pb.Entity()
+        e = ent.register_entry
+        e.register_id = r.preamble.id
+        e.index.index = index
+        e.data.bitstring = encode_bytes(0)
+        updates.append(c.update("MODIFY", ent))
+    for name in _SLOT_REGISTERS:
+        for g in range(base, base + nslots):
+            reg(name, g)
+    for name in _JOB_REGISTERS:
+        reg(name, job)
+    for cnt in idx.p4info.counters:
+        if cnt.preamble.name.rsplit(".", 1)[-1] == "c_drop" or cnt.size <= job:
+            continue  # c_drop is per drop reason, not per job
+        ent = pb.Entity()
+        ent.counter_entry.counter_id = cnt.preamble.id
+        ent.counter_entry.index.index = job
+        ent.counter_entry.data.packet_count = 0
+        ent.counter_entry.data.byte_count = 0
+        updates.append(c.update("MODIFY", ent))
+    c.write(updates)
+
+
+def setup_given_switch(ctx, spec) -> tuple[dict, Callable[[], None]]:
+    """Rank 0, ``SAATP_SWITCH`` given: push the pipeline if the switch has none, configure this
+    group's job with the Controller, and return (layout, remove) where ``remove()`` deletes the
+    job's entries again (the switch itself keeps running: it is not ours)."""
+    import grpc
+
+    from emulation.net.control import connect
+    o = _opts(ctx)
+    world = ctx.world_size
+    program = str(o["extra"].get("program", PROGRAM))
+    timeout = max(2.0, min(float(ctx.timeout_s), 30.0))
+    ports = {w: p.port for w, p in enumerate(spec.ports)}
+    c = None
+    try:
+        try:
+            c = connect(spec.grpc, spec.device, timeout=timeout)
+            pushed = _ensure_pipeline(c, spec.grpc, program)
+            _check_k(c, o["k"])  # also: is it the SA-ATP program at all (its s_val_* registers)?
+            # jobs sharing one switch get disjoint slot ranges when their ids differ
+            try:
+                nslots = int(c._idx().get("register", "s_state").size)
+            except Exception:  # noqa: BLE001 - _configure reports a program that is not SA-ATP
+                nslots = 1024
+            per = 2 * o["window"]
+            if per > nslots:
+                raise ValueError(f"saatp switch engine: window {o['window']} needs 2*window <= {nslots} switch slots")
+            base = (ctx.job_id % (nslots // per)) * per
+            _reset_job_state(c, ctx.job_id, base, per)
+            cfg, tgt = _configure(c, ctx.job_id, world, ports, o["window"], o["t_s"], o["k"], base=base)
+        except grpc.RpcError as e:
+            code = e.code() if callable(getattr(e, "code", None)) else None
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise SwitchEngineError(f"saatp: the switch given in SAATP_SWITCH does not answer P4Runtime "
+                                        f"at {spec.grpc} ({code.name}): is it running?") from None
+            details = e.details() if callable(getattr(e, "details", None)) else str(e)
+            raise SwitchEngineError(f"saatp: P4Runtime at {spec.grpc} (device {spec.device}) failed: "
+                                    f"{getattr(code, 'name', code)}: {details}") from None
+    finally:
+        if c is not None:
+            c.close()
+    layout = dict(job=ctx.job_id, world=world, k=cfg["k"], window=o["window"], t_s=o["t_s"],
+                  switch_ports=[p.switch_udp for p in spec.ports], host_ports=[p.worker_udp for p in spec.ports],
+                  switch_hosts=[p.host for p in spec.ports], port_numbers=[p.port for p in spec.ports],
+                  grpc=spec.grpc, device=spec.device, pid=None, given=True, pushed_pipeline=pushed,
+                  slot_base=base)
+    entries, groups = list(tgt.entries), list(tgt.groups)
+    return layout, lambda: remove_job(spec.grpc, spec.device, entries, groups, timeout=min(timeout, 5.0))
 
 
 def start_switch(ctx) -> tuple[str, Callable[[], None]]:
@@ -323,7 +528,8 @@ class SwitchAllreduceEngine:
                                t_s=layout["t_s"])
         self.loop = RealClock()
         w = self.rank
-        self.port = UdpTunnelPort(layout["host_ports"][w], "127.0.0.1", layout["switch_ports"][w])
+        sw_host = (layout.get("switch_hosts") or ["127.0.0.1"] * self.world)[w]
+        self.port = UdpTunnelPort(layout["host_ports"][w], sw_host, layout["switch_ports"][w])
         tpl = wire.FrameTemplate(_host_mac(w), SWITCH_MAC, _host_ip(w), SWITCH_IP)
         self.transport = FramePortTransport(self.loop, self.port, tpl)
         self.worker = Worker(w, self.cfg, self.loop, self.transport.send)
@@ -338,6 +544,7 @@ class SwitchAllreduceEngine:
         self._pending: _Request | None = None
         self.calls = 0
         self.last_f: int | None = None
+        self.on_close: Callable[[], None] | None = None  # rank 0, given switch: remove the job
         self._thread = threading.Thread(target=self._run, name=f"saatp-switch-engine-r{w}", daemon=True)
         self._thread.start()
 
@@ -432,15 +639,16 @@ class SwitchAllreduceEngine:
             parts.append(f"as helper: {hs.partials} partials, {hs.straggler_contribs} straggler contributions, "
                          f"{hs.hresults} hresults, {hs.nacks} nacks, {hs.packs} packs, {hs.exp_mismatch} exp mismatches, {hs.conflicts} conflicts")
         pid = self.layout.get("pid")
-        if pid and os.environ.get("SAATP_SWITCH_DIAG", "1") != "0":
+        if (pid or self.layout.get("given")) and os.environ.get("SAATP_SWITCH_DIAG", "1") != "0":
             try:
-                os.kill(int(pid), 0)
+                if pid:
+                    os.kill(int(pid), 0)
                 from emulation.net.p4rt_target import P4RuntimeTarget
                 from emulation.p4runtime.client import P4RuntimeClient
 
                 from .controller import Controller
-                c = P4RuntimeClient(self.layout["grpc"], device_id=0, election_id=None, timeout=2.0,
-                                    arbitrate=False)
+                c = P4RuntimeClient(self.layout["grpc"], device_id=int(self.layout.get("device", 0)),
+                                    election_id=None, timeout=2.0, arbitrate=False)
                 try:
                     cnt = Controller(P4RuntimeTarget(c), nslots=1024).counters(self.cfg.job)
                 finally:
@@ -527,22 +735,65 @@ class SwitchAllreduceEngine:
         self.port.close()
         self._wake_r.close()
         self._wake_w.close()
+        remove, self.on_close = self.on_close, None
+        if remove is not None:
+            # a given switch keeps running (it is not ours); only this job's entries go
+            try:
+                remove()
+            except Exception as e:  # noqa: BLE001 - closing must not fail on a gone switch
+                print(f"saatp: job {self.cfg.job}: could not remove its configuration from the switch at "
+                      f"{self.layout.get('grpc')}: {e}", file=sys.stderr, flush=True)
+
+
+def _given_switch(ctx):
+    """The parsed ``SAATP_SWITCH`` (options.switch), checked against the group; None if not given."""
+    text = getattr(ctx.options, "switch", None)
+    if not text:
+        return None
+    from .torch_backend.options import SWITCH_SYNTAX, parse_switch_spec
+    spec = parse_switch_spec(text)
+    if spec.ports is None:
+        raise ValueError(f"saatp: SAATP_SWITCH={text!r} gives no ports=: the switch engine needs each rank's "
+                         f"UDP tunnel to the switch; syntax: {SWITCH_SYNTAX}")
+    if len(spec.ports) != ctx.world_size:
+        raise ValueError(f"saatp: SAATP_SWITCH ports= lists {len(spec.ports)} tunnel(s) but the group has "
+                         f"{ctx.world_size} ranks (one entry per rank, in rank order)")
+    if not 1 <= ctx.world_size <= 32:
+        raise ValueError(f"saatp switch engine: 1..32 ranks per job, got {ctx.world_size}")
+    return spec
 
 
 def create_engine(ctx) -> SwitchAllreduceEngine:
-    """Every rank: the worker of ``ctx.rank`` on its UDP tunnel to the switch."""
-    given = getattr(ctx.options, "switch", None)
-    if given:
-        raise SwitchEngineError(
-            f"saatp switch engine: a running switch was given ({given}, SAATP_SWITCH), but this engine "
-            f"only drives a switch it starts itself (it needs that switch's UDP tunnel ports); "
-            f"leave SAATP_SWITCH unset")
+    """Every rank: the worker of ``ctx.rank`` on its UDP tunnel to the switch.
+
+    With ``SAATP_SWITCH`` given, rank 0 first sets the job up on that switch
+    (:func:`setup_given_switch`) and publishes the layout (or its failure) in the store."""
+    spec = _given_switch(ctx)  # the same ValueError on every rank for a bad spec
+    remove = None
+    if spec is not None and ctx.rank == 0:
+        try:
+            layout, remove = setup_given_switch(ctx, spec)
+        except BaseException as e:
+            ctx.store_set(LAYOUT_KEY, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode())
+            raise
+        ctx.store_set(LAYOUT_KEY, json.dumps(layout).encode())
     raw = ctx.store_get(LAYOUT_KEY)
     try:
         layout = json.loads(bytes(raw).decode())
     except ValueError:
         raise SwitchEngineError(f"bad switch layout in the store: {bytes(raw)[:100]!r}") from None
-    eng = SwitchAllreduceEngine(ctx, layout)
+    if "error" in layout:
+        raise SwitchEngineError(f"saatp: rank 0 could not set the job up on the switch: {layout['error']}")
+    try:
+        eng = SwitchAllreduceEngine(ctx, layout)
+    except BaseException:
+        if remove is not None:
+            try:
+                remove()
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+        raise
+    eng.on_close = remove
     # every worker's socket is bound before anybody sends: a first DATA is never lost to a
     # closed port (it would be recovered by a probe, but only after an RTO)
     ctx.allgather_bytes("sa_atp/ready", b"1")

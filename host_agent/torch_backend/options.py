@@ -18,6 +18,103 @@ from dataclasses import dataclass, field
 ENGINES = ("auto", "ring", "switch")
 
 
+# ---------------------------------------------------------------------------------------------
+# SAATP_SWITCH: a switch that is already running
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SwitchPort:
+    """One rank's UDP tunnel to a given switch (``saatp switch -i N@udp:SWITCH_UDP:HOST:WORKER_UDP``)."""
+
+    port: int          # the switch's port number N (``wid_port`` / multicast egress port)
+    host: str          # where the switch's tunnel socket is (the worker sends there)
+    switch_udp: int    # the switch's tunnel UDP port
+    worker_udp: int    # the UDP port the worker binds (the switch sends there)
+
+
+@dataclass(frozen=True)
+class SwitchSpec:
+    """A parsed ``SAATP_SWITCH``: P4Runtime address, device id, and per rank a tunnel (or None)."""
+
+    grpc: str
+    device: int = 0
+    ports: tuple[SwitchPort, ...] | None = None
+
+
+SWITCH_SYNTAX = ("grpc=HOST:PORT[,device=N],ports=[N@]udp:HOST:SWITCH_UDP:WORKER_UDP;... "
+                 "(one ports entry per rank, in rank order; N = switch port, default rank+1)")
+
+
+def _parse_int(text: str, what: str, lo: int, hi: int, where: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise ValueError(f"saatp: SAATP_SWITCH {where}: {what} must be an integer, got {text!r}") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"saatp: SAATP_SWITCH {where}: {what} must be in {lo}..{hi}, got {v}")
+    return v
+
+
+def _parse_hostport(text: str, where: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not (0 < int(port) < 65536):
+        raise ValueError(f"saatp: SAATP_SWITCH {where}: the P4Runtime address must be host:port, got {text!r}")
+    return text
+
+
+def parse_switch_spec(text: str) -> SwitchSpec:
+    """Parse ``SAATP_SWITCH`` (:data:`SWITCH_SYNTAX`); a bare ``host:port`` is ``grpc=host:port``
+    without tunnels. Raises ``ValueError`` naming the bad part."""
+    text = text.strip()
+    if "=" not in text:
+        return SwitchSpec(grpc=_parse_hostport(text, "address"))
+    items: dict[str, str] = {}
+    for part in text.split(","):
+        part = part.strip()
+        key, sep, val = part.partition("=")
+        key = key.strip().lower()
+        if not sep or not key:
+            raise ValueError(f"saatp: SAATP_SWITCH part {part!r} is not key=value; syntax: {SWITCH_SYNTAX}")
+        if key not in ("grpc", "device", "ports"):
+            raise ValueError(f"saatp: SAATP_SWITCH part {part!r}: unknown key {key!r} "
+                             f"(known: grpc, device, ports); syntax: {SWITCH_SYNTAX}")
+        if key in items:
+            raise ValueError(f"saatp: SAATP_SWITCH: key {key!r} given twice")
+        items[key] = val.strip()
+    if "grpc" not in items:
+        raise ValueError(f"saatp: SAATP_SWITCH {text!r}: missing grpc=HOST:PORT (the switch's P4Runtime "
+                         f"address); syntax: {SWITCH_SYNTAX}")
+    grpc = _parse_hostport(items["grpc"], "grpc=")
+    device = _parse_int(items["device"], "device", 0, (1 << 64) - 1, "device=") if "device" in items else 0
+    ports = None
+    if "ports" in items:
+        entries = [e.strip() for e in items["ports"].split(";")]
+        if entries and entries[-1] == "":
+            entries.pop()  # a trailing ';'
+        if not entries:
+            raise ValueError(f"saatp: SAATP_SWITCH ports=: no entries; syntax: {SWITCH_SYNTAX}")
+        out = []
+        for r, e in enumerate(entries):
+            where = f"ports entry {r} ({e!r})"
+            num, at, tunnel = e.rpartition("@")
+            swport = _parse_int(num.strip(), "the switch port N of N@", 0, 510, where) if at else r + 1
+            kind, colon, rest = tunnel.partition(":")
+            if kind.strip().lower() != "udp" or not colon:
+                raise ValueError(f"saatp: SAATP_SWITCH {where}: must be [N@]udp:HOST:SWITCH_UDP:WORKER_UDP")
+            fields = rest.rsplit(":", 2)
+            if len(fields) != 3 or not fields[0]:
+                raise ValueError(f"saatp: SAATP_SWITCH {where}: must be [N@]udp:HOST:SWITCH_UDP:WORKER_UDP")
+            host = fields[0].strip("[]")
+            sw = _parse_int(fields[1], "SWITCH_UDP", 1, 65535, where)
+            wk = _parse_int(fields[2], "WORKER_UDP", 1, 65535, where)
+            out.append(SwitchPort(swport, host, sw, wk))
+        for what, vals in (("switch port", [p.port for p in out]), ("WORKER_UDP", [p.worker_udp for p in out])):
+            dup = sorted({v for v in vals if vals.count(v) > 1})
+            if dup:
+                raise ValueError(f"saatp: SAATP_SWITCH ports=: {what} {dup[0]} used by more than one rank")
+        ports = tuple(out)
+    return SwitchSpec(grpc=grpc, device=device, ports=ports)
+
+
 def _env_int(name: str) -> int | None:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -70,8 +167,10 @@ class SAATPOptions:
     straggler_ms     SAATP_STRAGGLER_MS  T_s: straggler threshold in milliseconds (50)
     quant_frac_bits  SAATP_QUANT_BITS    fixed-point fractional bits for int32 quantization;
                                          None = the engine chooses per tensor from max |x|
-    switch           SAATP_SWITCH        ``host:port`` of a running switch; None = start one
-                                         for the job on the embedded P4 target (switch engine)
+    switch           SAATP_SWITCH        a running switch (:func:`parse_switch_spec`):
+                                         ``grpc=HOST:PORT[,device=N],ports=[N@]udp:HOST:SUDP:WUDP;...``
+                                         (one tunnel per rank); None = start one for the job on
+                                         the embedded P4 target (switch engine)
     job_id           SAATP_JOB_ID        SA-ATP job id on the switch (0..255); None = allocate
     host             SAATP_HOST          address the host-path TCP mesh binds (127.0.0.1)
     log              SAATP_LOG           1 = print the engine choice on rank 0; 0 = quiet
@@ -113,9 +212,7 @@ class SAATPOptions:
         if self.job_id is not None and not (0 <= self.job_id <= 255):
             raise ValueError(f"saatp: job_id must be in 0..255, got {self.job_id!r}")
         if self.switch is not None:
-            host, sep, port = self.switch.rpartition(":")
-            if not sep or not host or not port.isdigit() or not (0 < int(port) < 65536):
-                raise ValueError(f"saatp: switch address must be host:port, got {self.switch!r}")
+            parse_switch_spec(self.switch)  # ValueError naming the bad part
 
 
 def resolve(options) -> SAATPOptions:

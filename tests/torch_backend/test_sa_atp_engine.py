@@ -3,6 +3,7 @@
 Ranks are threads of this process (as in test_backend_unit.py), each with a real
 ProcessGroupSAATP; rank 0 starts a real ``saatp switch p4src/saatp.p4`` subprocess and
 configures it over P4Runtime; every rank's SA-ATP worker talks to it over its UDP tunnel.
+The SAATP_SWITCH tests start ``saatp switch --no-p4`` themselves, as a user would.
 Runs across spawned processes (1M floats, DDP, killed rank) are in test_backend_dist.py.
 """
 from __future__ import annotations
@@ -199,11 +200,191 @@ def test_chunk_size_must_match_the_program():
         shutdown(res)
 
 
-def test_given_switch_address_is_refused_clearly():
-    res = make_groups(2, timeout_s=10.0, switch="127.0.0.1:9559")
+# ------------------------------------------------------------------------------------------------
+# a switch the user started (SAATP_SWITCH)
+# ------------------------------------------------------------------------------------------------
+def _free_udp(n):
+    import socket
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _start_user_switch(world, switch_ports, log_path):
+    """``saatp switch --no-p4`` with one UDP tunnel per rank, as a user would start it; returns
+    (process, SAATP_SWITCH value)."""
+    import socket
+    import subprocess
+    import sys
+
+    import grpc
+    udp = _free_udp(2 * world)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gport = s.getsockname()[1]
+    argv = [sys.executable, "-m", "emulation.switchd", "--no-p4", "-L", "warn"]
+    entries = []
+    for r in range(world):
+        argv += ["-i", f"{switch_ports[r]}@udp:{udp[r]}:127.0.0.1:{udp[world + r]}"]
+        entries.append(f"{switch_ports[r]}@udp:127.0.0.1:{udp[r]}:{udp[world + r]}")
+    argv += ["--", "--grpc-server-addr", f"127.0.0.1:{gport}"]
+    with open(log_path, "wb") as log:  # a file, not a pipe: a full pipe would stall the switch
+        p = subprocess.Popen(argv, cwd=str(sae.REPO), stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(sae.REPO)))
+    deadline = time.monotonic() + 60
+    while True:
+        if p.poll() is not None:
+            raise AssertionError(f"saatp switch exited ({p.returncode}): {_tail(log_path)}")
+        assert time.monotonic() < deadline, "saatp switch: P4Runtime did not answer within 60 s"
+        ch = grpc.insecure_channel(f"127.0.0.1:{gport}")
+        try:
+            grpc.channel_ready_future(ch).result(timeout=0.5)
+            break
+        except grpc.FutureTimeoutError:
+            pass
+        finally:
+            ch.close()
+    return p, f"grpc=127.0.0.1:{gport},device=0,ports=" + ";".join(entries)
+
+
+def _tail(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode(errors="replace")[-1500:]
+    except OSError:
+        return ""
+
+
+def _stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(10)
+        except Exception:  # noqa: BLE001
+            p.kill()
+            p.wait(10)
+
+
+def _job_entries(spec_text, job):
+    """The switch's job_cfg entries (only this test's job ever uses that switch)."""
+    from emulation.net.control import connect
+    from host_agent.torch_backend.options import parse_switch_spec
+    spec = parse_switch_spec(spec_text)
+    c = connect(spec.grpc, spec.device, timeout=5)
+    try:
+        c.load_p4info()
+        return [e for e in c.read_table("SaIngress.job_cfg")]
+    finally:
+        c.close()
+
+
+@pytest.mark.timeout(240)
+def test_given_switch_is_used_configured_and_left_running(monkeypatch, tmp_path):
+    world, n = 2, 5000
+    log = tmp_path / "switch.log"
+    proc, spec = _start_user_switch(world, [3, 5], log)  # switch ports N != rank+1: the spec's N@ is used
+    try:
+        monkeypatch.setenv("SAATP_SWITCH", spec)
+        # round 1 finds the pipeline round 0 pushed; before round 2, a "killed rank 0" leaves the
+        # job configured (entries, slot and counter state), which the next group must replace
+        layout = None
+        for round_ in range(3):
+            if round_ == 2:
+                import types
+
+                from host_agent.torch_backend.options import parse_switch_spec
+                ctx = types.SimpleNamespace(rank=0, world_size=world, job_id=layout["job"], timeout_s=10.0,
+                                            options=SAATPOptions(engine="switch").resolved())
+                sae.setup_given_switch(ctx, parse_switch_spec(spec))  # never removed
+                assert len(_job_entries(spec, layout["job"])) == 1
+            # the first group's rank 0 has the switch compile the program (seconds on a busy machine)
+            pgs = make_groups(world, timeout_s=90.0)
+            for pg in pgs:
+                if isinstance(pg, BaseException):
+                    raise AssertionError(f"round {round_}: {pg!r}; switch log: {_tail(log)}") from pg
+            try:
+                layout = pgs[0].engine.impl.layout
+                assert layout["given"] and layout["pid"] is None
+                assert layout["pushed_pipeline"] is (round_ == 0)
+                assert layout["port_numbers"] == [3, 5]
+                assert pgs[1].engine.impl.layout == layout  # rank 1 learnt it through the store
+                assert len(_job_entries(spec, layout["job"])) == 1
+                rng = np.random.default_rng(11 + round_)
+                data = [(rng.standard_normal(n) * 5).astype(np.float32) for _ in range(world)]
+                exact = np.sum(np.stack(data).astype(np.float64), axis=0)
+                ts = [torch.from_numpy(d.copy()) for d in data]
+                res = run_ranks(world, lambda r: ar(pgs[r], ts[r]))
+                assert all(r is True for r in res), (round_, res, _tail(log))
+                np.testing.assert_array_equal(ts[0].numpy(), ts[1].numpy())
+                err = np.abs(ts[0].numpy().astype(np.float64) - exact)
+                bound = pgs[0].engine.error_bound(np.stack(data), world)
+                assert np.all(err <= bound), float(np.max(err / bound))
+                assert err.max() > 0  # quantized through the switch, not a float path
+                cnt = _switch_counters(layout)
+                assert cnt["complete"] == math.ceil(2 * world / layout["k"]) + math.ceil(n / layout["k"]), cnt
+            finally:
+                shutdown(pgs)
+            assert proc.poll() is None, f"closing the group stopped a switch it did not start: {_tail(log)}"
+            assert _job_entries(spec, layout["job"]) == []  # the job's configuration was removed
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize("value, words", [
+    ("grpc=127.0.0.1:9559,ports=udp:127.0.0.1:5101", ["ports entry 0", "udp:HOST:SWITCH_UDP:WORKER_UDP"]),
+    ("grpc=127.0.0.1:9559,prots=udp:127.0.0.1:5101:5102", ["unknown key 'prots'"]),
+    ("grpc=127.0.0.1,ports=udp:127.0.0.1:5101:5102", ["grpc=", "host:port"]),
+    ("grpc=127.0.0.1:9559,ports=udp:127.0.0.1:5101:5102;udp:127.0.0.1:5103:5102", ["WORKER_UDP 5102"]),
+    ("grpc=127.0.0.1:9559,ports=9@udp:127.0.0.1:5101:5102;9@udp:127.0.0.1:5103:5104", ["switch port 9"]),
+    ("grpc=127.0.0.1:9559,ports=x@udp:127.0.0.1:5101:5102", ["ports entry 0", "switch port N"]),
+])
+def test_malformed_given_switch_is_a_clear_error(monkeypatch, value, words):
+    monkeypatch.setenv("SAATP_SWITCH", value)
+    res = make_groups(2, timeout_s=10.0)
     try:
         for r in res:
-            assert isinstance(r, Exception) and "only drives a switch it starts itself" in str(r), r
+            assert isinstance(r, ValueError), r
+            for w in words:
+                assert w in str(r), (w, str(r))
+    finally:
+        shutdown(res)
+
+
+@pytest.mark.parametrize("value, words", [
+    ("127.0.0.1:9559", ["gives no ports=", "UDP tunnel"]),
+    ("grpc=127.0.0.1:9559,ports=udp:127.0.0.1:5101:5102", ["lists 1 tunnel(s)", "has 2 ranks"]),
+])
+def test_given_switch_that_does_not_fit_the_group_is_a_clear_error(value, words):
+    res = make_groups(2, timeout_s=10.0, switch=value)
+    try:
+        for r in res:
+            assert isinstance(r, Exception), r
+            for w in words:
+                assert w in str(r), (w, str(r))
+    finally:
+        shutdown(res)
+
+
+def test_given_switch_that_does_not_answer_fails_every_rank_clearly():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        gport = s.getsockname()[1]  # nothing listens there
+    u = _free_udp(4)
+    value = f"grpc=127.0.0.1:{gport},ports=udp:127.0.0.1:{u[0]}:{u[1]};udp:127.0.0.1:{u[2]}:{u[3]}"
+    t0 = time.monotonic()
+    res = make_groups(2, timeout_s=5.0, switch=value)
+    try:
+        for r in res:
+            assert isinstance(r, Exception), r
+            assert f"127.0.0.1:{gport}" in str(r) and "does not answer P4Runtime" in str(r), r
+        assert "rank 0 could not set the job up" in str(res[1])  # rank 1 learnt it from the store
+        assert time.monotonic() - t0 < 30
     finally:
         shutdown(res)
 
