@@ -7,7 +7,7 @@
     assert s.leftovers() == []        # interfaces, processes, network namespaces, cgroups
 
 Everything created is recorded (interface names, pids, network-namespace inodes, cgroup
-directories) and :meth:`stop` removes exactly that; it never runs ``mn -c``.
+directories) and :meth:`stop` removes exactly that; it never runs Mininet's global clean-up.
 """
 from __future__ import annotations
 
