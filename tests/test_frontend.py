@@ -171,3 +171,20 @@ def test_for_in_range_loop_with_break():
     sw = Switch.from_source(src, "forin.p4")
     assert sw.process(0, bytes([0, 4])) == [(1, bytes([1 + 2 + 3, 4]))]
     assert sw.process(0, bytes([0, 99])) == [(1, bytes([55, 99]))]
+
+
+def test_parser_value_set_matches_members_added_by_the_control_plane():
+    src = SKELETON.replace(
+        "state start { pkt.extract(hdr.h); transition accept; }",
+        "value_set<bit<8>>(4) pvs;\n"
+        "    state start { pkt.extract(hdr.h); transition select(hdr.h.a) { pvs: mark; default: accept; } }\n"
+        "    state mark { hdr.h.b = 0xEE; transition accept; }").replace(
+        "BODY", "apply { sm.egress_spec = 1; }")
+    sw = Switch.from_source(src, "pvs.p4")
+    assert sw.process(0, b"\x07\x00") == [(1, b"\x07\x00")]        # empty set: no member matches
+    sw.value_set_add("pvs", 0x07)
+    assert sw.process(0, b"\x07\x00") == [(1, b"\x07\xee")]
+    sw.value_set_add("P.pvs", 0x40, 0xF0)                            # masked member
+    assert sw.process(0, b"\x4a\x00") == [(1, b"\x4a\xee")]
+    assert sw.process(0, b"\x5a\x00") == [(1, b"\x5a\x00")]
+    assert any(e.kind == "value_set" and e.name == "P.pvs" for e in sw.program.info.externs)

@@ -879,7 +879,9 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def value_set_decl(self, meta, c):
-        raise P4Error("value_set is not supported by the embedded target", self._mloc(meta, c))
+        anns, rest = self._split(c)
+        rest = [x for x in rest if x is not None and not (isinstance(x, Token) and x.type == "TA_LT")]
+        return ValueSetDecl(loc=self._mloc(meta, c), name=rest[-1], annotations=anns, type=rest[0], size=rest[1])
 
     @v_args(meta=True)
     def parser_state(self, meta, c):

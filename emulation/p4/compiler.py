@@ -30,10 +30,10 @@ from typing import Any, Callable, Optional
 
 from . import ast as A
 from .errors import Loc, P4Error, P4Unsupported
-from .info import (ActionInfoP, ControllerHeaderInfo, HeaderFieldInfo, KeyInfoP, ParamInfo,
+from .info import (ActionInfoP, ControllerHeaderInfo, ExternInstanceInfo, HeaderFieldInfo, KeyInfoP, ParamInfo,
                    ProgramInfo, TableActionRef, TableInfo)
 from .types import (ActionT, AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, InfInt,
-                    StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, VarBit, VoidT, is_composite,
+                    StackT, StringT, StructT, TableT, TupleT, Ty, TypeVarT, ValueSetT, VarBit, VoidT, is_composite,
                     same)
 
 CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort", "ParserTimeout",
@@ -1864,6 +1864,19 @@ class Compiler:
                 scope.syms[loc.name] = TableSym(loc, self.fresh("ap_" + loc.name), full)
             elif isinstance(loc, A.FunctionDecl):
                 scope.syms[loc.name] = FuncSym(loc, self.fresh("fn_" + loc.name))
+            elif isinstance(loc, A.ValueSetDecl):
+                et = self.resolve_type(loc.type, scope)
+                if not isinstance(et, Bits):
+                    raise P4Unsupported(f"value_set<{et}>: only value sets of bit<W> are supported", loc.loc)
+                size = self.const_int(loc.size, scope, "value set size")
+                full = self.cp_name(path, loc.name, loc.annotations)
+                py = self.fresh("vs_" + loc.name)
+                o(f"{py} = X.ValueSet({full!r}, {size}, {et.width})")
+                o(f"REG.externs[{full!r}] = {py}")
+                self.info.externs.append(ExternInstanceInfo(annotations=self.ann_text(loc.annotations),
+                                                            kind="value_set", name=full, size=size,
+                                                            width=et.width))
+                scope.syms[loc.name] = InstSym(py, ValueSetT(et, size), full, loc, "value_set")
             else:
                 raise self.err(f"unsupported local declaration {type(loc).__name__}", loc)
 
@@ -2023,8 +2036,8 @@ class Compiler:
                 items = [ks] * len(keys)
             elif len(items) == 1 and len(keys) > 1 and isinstance(ks, A.ListExpr):
                 items = ks.items
-            if isinstance(ks, A.Path) and len(keys) > 1:
-                raise self.err("value sets are not supported", ks)
+            if isinstance(ks, A.Path) and len(keys) > 1 and isinstance(scope.lookup(ks.name), InstSym):
+                raise P4Unsupported("a value set matching several select keys at once is not supported", ks.loc)
             if len(items) != len(keys):
                 raise self.err(f"the select has {len(keys)} key(s), this case has {len(items)}", case)
             conds = []
@@ -2044,6 +2057,11 @@ class Compiler:
     def keyset_cond(self, k: str, kty: Ty, it: A.Expr, scope: Scope) -> str:
         if isinstance(it, A.KsDefault):
             return "True"
+        if isinstance(it, A.Path):
+            vs = scope.lookup(it.name)
+            if isinstance(vs, InstSym) and isinstance(vs.ty, ValueSetT):
+                self.check_assignable(kty, vs.ty.elem, it)
+                return f"{vs.py}.match({k})"
         if isinstance(it, A.KsMask):
             vc, vt = self.expr(it.value, scope, kty)
             mc, mt = self.expr(it.mask, scope, kty)

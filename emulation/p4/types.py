@@ -173,6 +173,16 @@ class BlockT(Ty):
 
 
 @dataclass(eq=False)
+class ValueSetT(Ty):
+    """A parser value set of ``elem`` values (a keyset in select)."""
+    elem: Ty
+    size: int = 0
+
+    def __str__(self) -> str:
+        return f"value_set<{self.elem}>"
+
+
+@dataclass(eq=False)
 class TableT(Ty):
     table: Any
 

@@ -227,7 +227,8 @@ def p4info_from_program(program_or_info: Any) -> Any:
     actions = [a for a in info.actions if not hidden(a)]
     externs = [e for e in info.externs if not hidden(e)]
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
-             "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile"}
+             "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile",
+             "value_set": "value_set"}
     for a in actions:
         sym.add("action", a.name, a.annotations)
     for t in tables:
@@ -321,6 +322,14 @@ def p4info_from_program(program_or_info: Any) -> Any:
             m.spec.unit = _METER_UNITS.get(e.unit, p4i.MeterSpec.BYTES)
             if e.table:
                 m.direct_table_id = table_ids[cp_name(e.table)]
+        elif e.kind == "value_set":
+            vs = p.value_sets.add()
+            _preamble(vs.preamble, sym, "value_set", e.name, e.annotations)
+            mf = vs.match.add()
+            mf.id = 1
+            mf.bitwidth = e.width
+            mf.match_type = p4i.MatchField.EXACT
+            vs.size = e.size
         elif e.kind == "register":
             r = p.registers.add()
             _preamble(r.preamble, sym, "register", e.name, e.annotations)

@@ -245,3 +245,31 @@ class PRE:
         if session not in self.sessions:
             raise KeyError(f"no mirroring session {session}")
         del self.sessions[session]
+
+
+class ValueSet:
+    """A parser ``value_set<bit<W>>(size)``: (value, mask) members, empty until the control
+    plane adds some; a select case naming the set matches a key equal to a member under its mask."""
+
+    def __init__(self, name: str, size: int, width: int):
+        self.name, self.size, self.width = name, size, width
+        self.members: list[tuple[int, int]] = []
+
+    def match(self, key: int) -> bool:
+        for v, m in self.members:
+            if key & m == v:
+                return True
+        return False
+
+    def add(self, value: int, mask: int | None = None) -> None:
+        full = (1 << self.width) - 1
+        mask = full if mask is None else int(mask)
+        value = int(value)
+        if value < 0 or value > full or mask < 0 or mask > full:
+            raise ValueError(f"value set {self.name}: {value:#x}/{mask:#x} does not fit in {self.width} bits")
+        if len(self.members) >= self.size:
+            raise ValueError(f"value set {self.name}: full ({self.size} members)")
+        self.members.append((value & mask, mask))
+
+    def clear(self) -> None:
+        self.members.clear()

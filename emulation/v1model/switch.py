@@ -334,6 +334,15 @@ class Switch:
     def mirroring_add(self, session: int, egress_port: int | None = None, mgid: int | None = None) -> None:
         self.pre.mirroring_add(session, egress_port, mgid)
 
+    def value_set_add(self, name: str, value: int, mask: int | None = None) -> None:
+        """Add a member to a parser value set (``mask`` None = exact)."""
+        from .externs import ValueSet
+        self._extern(name, ValueSet).add(value, mask)
+
+    def value_set_clear(self, name: str) -> None:
+        from .externs import ValueSet
+        self._extern(name, ValueSet).clear()
+
     def mirroring_delete(self, session: int) -> None:
         self.pre.mirroring_delete(session)
 
