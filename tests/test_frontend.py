@@ -188,3 +188,24 @@ def test_parser_value_set_matches_members_added_by_the_control_plane():
     assert sw.process(0, b"\x4a\x00") == [(1, b"\x4a\xee")]
     assert sw.process(0, b"\x5a\x00") == [(1, b"\x5a\x00")]
     assert any(e.kind == "value_set" and e.name == "P.pvs" for e in sw.program.info.externs)
+
+
+def test_action_profile_and_selector_tables_load_and_take_direct_entries():
+    body = """
+    action fwd(bit<9> p) { sm.egress_spec = p; }
+    action_selector(HashAlgorithm.crc16, 32w64, 32w14) sel;
+    table ecmp {
+        key = { hdr.h.a : exact; hdr.h.b : selector; }
+        actions = { fwd; NoAction; }
+        implementation = sel;
+        default_action = fwd(7);
+    }
+    table prof { key = { hdr.h.a : exact; } actions = { fwd; } implementation = action_profile(32w16); }
+    apply { if (hdr.h.a == 1) { ecmp.apply(); } else { prof.apply(); } }"""
+    sw = Switch.from_source(prog(body), "ap.p4")
+    assert sw.process(0, bytes([1, 5])) == [(7, bytes([1, 5]))]        # default action runs
+    sw.table_add("ecmp", "fwd", {"hdr.h.a": 1}, [3])                   # the selector key takes no part
+    assert sw.process(0, bytes([1, 9])) == [(3, bytes([1, 9]))]
+    sw.table_add("prof", "fwd", {"hdr.h.a": 2}, [4])
+    assert sw.process(0, bytes([2, 0])) == [(4, bytes([2, 0]))]
+    assert [k.name for k in sw.program.info.table("I.ecmp").keys] == ["hdr.h.a"]

@@ -2119,9 +2119,13 @@ class Compiler:
             if not isinstance(ty, Bits):
                 raise self.err(f"a table key must be bit<W>, int<W>, bool or a serializable enum, not {ty}", ke.expr)
             mk = ke.match_kind
+            if mk == "selector":
+                # a selector key picks a member within a group; groups are not modelled (entries
+                # name their action directly), so it takes no part in the lookup
+                if "implementation" not in d.props:
+                    raise self.err("a selector key needs an action_selector implementation", ke)
+                continue
             if mk not in ("exact", "lpm", "ternary", "range", "optional"):
-                if mk == "selector":
-                    raise P4Unsupported("action selectors (match kind 'selector') are not supported", ke.loc)
                 raise self.err(f"unknown match kind {mk}", ke)
             nm = ke.annotations.get("name")
             kname = nm[0].value.strip('"') if nm else self.key_name(ke.expr)
@@ -2205,8 +2209,16 @@ class Compiler:
                 else:
                     dm = s
         if "implementation" in d.props:
-            raise P4Unsupported("table implementations (action profiles and selectors) are not supported",
-                                d.props["implementation"][2])
+            # action_profile / action_selector: members and groups are not modelled; the table
+            # takes direct entries (action + data) like any other, which is what its default
+            # action and the STF/Python control planes use
+            e = d.props["implementation"][0]
+            ok = isinstance(e, A.CtorCall) and e.tname in ("action_profile", "action_selector") or (
+                isinstance(e, A.Path) and isinstance(scope.lookup(e.name), InstSym)
+                and getattr(scope.lookup(e.name).ty, "decl", None) is not None
+                and scope.lookup(e.name).ty.decl.name in ("action_profile", "action_selector"))
+            if not ok:
+                raise self.err("implementation must be an action_profile or action_selector", e)
         tinfo = TableInfo(annotations=self.ann_text(d.annotations), name=t.full, keys=keys,
                           actions=[TableActionRef(annotations=self.ann_text(r.annotations), name=s.full,
                                                   default_only="defaultonly" in r.annotations,

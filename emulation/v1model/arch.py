@@ -94,7 +94,9 @@ class V1Hooks(ArchHooks):
             out(f"{py} = DirectMeter({full!r}, {unit!r})")
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="direct_meter", name=full, unit=unit))
         elif kind in ("action_profile", "action_selector"):
-            raise P4Unsupported(f"{kind} is not supported by the embedded target", loc)
+            # members and groups are not modelled: the tables that name it take direct entries
+            out(f"{py} = None")
+            return
         else:
             raise P4Unsupported(f"extern {kind} is not supported by the embedded v1model target", loc)
         out(f"REG.externs[{full!r}] = {py}")
