@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import os
 import socket
+import threading
 import time
 import traceback
 
@@ -335,3 +336,25 @@ def sc_ddp(rank, world, port, backend="saatp", steps=8, lr=0.1, straggler=-1, de
     dist.barrier()
     dist.destroy_process_group()
     return dict(params=flat, bounds=step_bounds, losses=losses, times=times)
+
+
+def run_ranks(world, fn, timeout=60.0):
+    """Run fn(rank) on ``world`` threads; return results (exceptions are returned, not raised).
+    Used by the in-process tests; fails (never hangs) if a rank does not finish in time."""
+    out = [None] * world
+    done = [False] * world
+
+    def body(r):
+        try:
+            out[r] = fn(r)
+        except BaseException as e:  # noqa: BLE001
+            out[r] = e
+        done[r] = True
+
+    ths = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join(timeout)
+    assert all(done), f"ranks did not finish within {timeout} s: {done}"
+    return out

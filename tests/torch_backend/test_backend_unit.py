@@ -30,30 +30,12 @@ from host_agent.torch_backend import (  # noqa: E402
 )
 from host_agent.torch_backend import engines as eng  # noqa: E402
 from host_agent.torch_backend.transport import CommTimeout, Mailbox, Mesh, PeerLost  # noqa: E402
+from saatp_tb_workers import run_ranks  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_ranks(world, fn, timeout=60.0):
-    """Run fn(rank) on ``world`` threads; return results (exceptions are returned, not raised)."""
-    out = [None] * world
-    done = [False] * world
-
-    def body(r):
-        try:
-            out[r] = fn(r)
-        except BaseException as e:  # noqa: BLE001
-            out[r] = e
-        done[r] = True
-
-    ths = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world)]
-    for t in ths:
-        t.start()
-    for t in ths:
-        t.join(timeout)
-    assert all(done), f"ranks did not finish within {timeout} s: {done}"
-    return out
 
 
 def make_groups(world, timeout_s=20.0, options=None, store=None):
