@@ -4,6 +4,7 @@
     saatp p4 stf PROGRAM.p4 TEST.stf [-I DIR]... [-v]
     saatp p4 run PROGRAM.p4 --packet PORT HEX ... [--commands FILE]
     saatp plan umpipe|lyapunov|cgp [...]
+    saatp profile [...]; saatp train pipeline [...]
     saatp demo
 
 Each subcommand imports its implementation lazily, so ``saatp --help`` stays fast.
@@ -26,6 +27,7 @@ def _add_p4(sub: argparse._SubParsersAction) -> None:
     c.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]")
     c.add_argument("--p4runtime-files", metavar="OUT",
                    help="write the P4Info (.txtpb/.txt text, .bin binary, .json JSON by extension)")
+    c.add_argument("--allow-target-extensions", action="store_true", help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
     c.set_defaults(func=_p4_check)
 
     t = s.add_parser("stf", help="run a test in p4c's STF format on the embedded target")
@@ -33,6 +35,7 @@ def _add_p4(sub: argparse._SubParsersAction) -> None:
     t.add_argument("stf")
     t.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     t.add_argument("-v", "--verbose", action="store_true")
+    t.add_argument("--allow-target-extensions", action="store_true", help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
     t.set_defaults(func=_p4_stf)
 
     r = s.add_parser("run", help="push packets through a program and print what comes out")
@@ -42,6 +45,7 @@ def _add_p4(sub: argparse._SubParsersAction) -> None:
                    help="control-plane commands in STF syntax (add, setdefault, mc_*, mirroring_add, register_write)")
     r.add_argument("--packet", nargs=2, action="append", default=[], metavar=("PORT", "HEX"))
     r.add_argument("--log", action="store_true", help="per-packet trace")
+    r.add_argument("--allow-target-extensions", action="store_true", help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
     r.set_defaults(func=_p4_run)
 
 
@@ -52,9 +56,10 @@ def _defines(items: Sequence[str]) -> dict[str, str]:
 
 def _p4_check(args: argparse.Namespace) -> int:
     from emulation.p4.errors import P4Error
-    from emulation.p4.frontend import load_program
+    from emulation.v1model.load import load_program
     try:
-        prog = load_program(args.program, include_dirs=args.include, defines=_defines(args.define))
+        prog = load_program(args.program, include_dirs=args.include, defines=_defines(args.define),
+                            allow_target_extensions=args.allow_target_extensions)
     except P4Error as e:
         print(e, file=sys.stderr)
         return 1
@@ -74,15 +79,18 @@ def _p4_stf(args: argparse.Namespace) -> int:
         argv += ["-I", d]
     if args.verbose:
         argv.append("-v")
+    if args.allow_target_extensions:
+        argv.append("--allow-target-extensions")
     return stf_main(argv)
 
 
 def _p4_run(args: argparse.Namespace) -> int:
     from emulation.p4.errors import P4Error
-    from emulation.v1model.switch import Switch
+    from emulation.v1model.load import load_switch
     try:
-        sw = Switch.from_file(args.program, include_dirs=args.include,
-                              log=(lambda m: print("  |", m)) if args.log else None)
+        sw = load_switch(args.program, include_dirs=args.include,
+                         allow_target_extensions=args.allow_target_extensions,
+                         log=(lambda m: print("  |", m)) if args.log else None)
     except P4Error as e:
         print(e, file=sys.stderr)
         return 1
@@ -117,11 +125,17 @@ LAZY = {
                          "unequal-microbatch pipelines (DGAP/TiDGAP) vs GPipe/PipeDream"),
     ("plan", "lyapunov"): ("host_agent.scheduling.online.cli", "online joint DP+MP planner (drift-plus-penalty)"),
     ("plan", "cgp"): ("host_agent.scheduling.cgp.cli", "cooperative grouping: intra-group sync, inter-group async"),
-    ("experiment", "straggler"): ("host_agent.experiment", "SA-ATP vs baselines on the in-process harness"),
+    ("experiment", "straggler"): ("emulation.experiment", "SA-ATP vs baselines on the in-process harness"),
     ("experiment", "mininet"): ("emulation.net.runner", "the same in Mininet, with saatp switch or BMv2"),
+    ("train", "pipeline"): ("host_agent.scheduling.train.cli",
+                            "pipeline training, one process per stage (UMPIPE, GPipe, 1F1B, torch schedules)"),
 }
 GROUP_HELP = {"plan": "scheduling planners for heterogeneous clusters",
-              "experiment": "protocol experiments (SA-ATP and baselines)"}
+              "experiment": "protocol experiments (SA-ATP and baselines)",
+              "train": "real training runs"}
+# one-word lazy subcommands: name -> (module, help)
+LAZY_SINGLE = {"profile": ("host_agent.scheduling.profile.cli",
+                           "time a model's layers and links on this machine (per CPU quota) for the planners")}
 
 
 def _add_lazy_groups(sub: argparse._SubParsersAction) -> None:
@@ -134,13 +148,13 @@ def _add_lazy_groups(sub: argparse._SubParsersAction) -> None:
                 s.add_parser(n, help=h, add_help=False)
 
 
-def _run_lazy(group: str, name: str, rest: list[str]) -> int:
-    mod, h = LAZY[(group, name)]
+def _run_lazy(group: str, name: str | None, rest: list[str]) -> int:
+    mod, h = LAZY[(group, name)] if name is not None else LAZY_SINGLE[group]
     try:
         m = importlib.import_module(mod)
     except ImportError as e:
         return _missing(e)
-    p = argparse.ArgumentParser(prog=f"saatp {group} {name}", description=h)
+    p = argparse.ArgumentParser(prog=f"saatp {group}" + (f" {name}" if name else ""), description=h)
     m.add_arguments(p)
     return int(m.run(p.parse_args(rest)) or 0)
 
@@ -164,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("switch", help="the switch process, like simple_switch_grpc (saatp switch --help)",
                    add_help=False)
     _add_lazy_groups(sub)
+    for n, (_, h) in LAZY_SINGLE.items():
+        sub.add_parser(n, help=h, add_help=False)
     _add_demo(sub)
     return ap
 
@@ -176,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return sw_main(argv[1:])
     if len(argv) >= 2 and (argv[0], argv[1]) in LAZY:
         return _run_lazy(argv[0], argv[1], argv[2:])
+    if argv[:1] and argv[0] in LAZY_SINGLE:
+        return _run_lazy(argv[0], None, argv[1:])
     args = build_parser().parse_args(argv)
     rc = args.func(args)
     return int(rc or 0)

@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from emulation import experiment
+from emulation.v1model.load import load_switch
+from host_agent.match import Lpm
+
 ROOT = Path(__file__).resolve().parent.parent
 P4SRC = ROOT / "p4src"
 
@@ -22,13 +26,11 @@ def _router_demo() -> int:
     from rich.console import Console
     from rich.table import Table as RTable
 
-    from emulation.v1model.match import Lpm
-    from emulation.v1model.switch import Switch
 
     con = Console()
     prog = P4SRC / "basic_router.p4"
     con.print(f"[bold]1. front end[/bold]: checking {prog.relative_to(ROOT)}")
-    sw = Switch.from_file(str(prog))
+    sw = load_switch(str(prog))
     con.print(f"   ok: tables {sorted(sw.tables)}")
     routes = [("10.0.1.0", 24, 1, "00:00:00:00:01:01"), ("10.0.2.0", 24, 2, "00:00:00:00:02:02"),
               ("10.0.0.0", 8, 3, "00:00:00:00:03:03")]
@@ -61,7 +63,6 @@ def _router_demo() -> int:
 def _straggler_demo(out_dir: Path, quick: bool) -> int:
     from rich.console import Console
 
-    from host_agent import experiment
     Console().print("\n[bold]4. SA-ATP[/bold]: straggler experiment on the embedded target "
                     "(p4src/saatp.p4; in-process harness, virtual clock)")
     out_dir.mkdir(parents=True, exist_ok=True)

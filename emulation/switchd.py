@@ -9,29 +9,56 @@ Port kinds (``-i N@SPEC``):
 
 * ``N@IFACE`` a Linux interface through a raw packet socket (root; Mininet links,
   veths, NICs; our own transmissions are ignored; turn offloads off, see
-  ``emulation/ports/raw.py``);
+  ``host_agent/channels/raw.py``);
 * ``N@udp:LOCAL_PORT:REMOTE_HOST:REMOTE_PORT`` a UDP tunnel, one Ethernet frame per
   datagram (no root needed);
 
 ``--pcap DIR`` writes ``<port name>_in.pcap`` and ``<port name>_out.pcap`` per port, as
 BMv2 does.  ``--impair 2:loss=1%,delay=5ms,seed=3`` impairs what port 2 sends (see
-``emulation/ports/impair.py``).  The program is P4 source (BMv2 would take the JSON that
+``host_agent/channels/impair.py``).  The program is P4 source (BMv2 would take the JSON that
 p4c writes); with ``--no-p4`` the switch waits for ``SetForwardingPipelineConfig``.
 
 The process stops cleanly (exit status 0) on SIGINT or SIGTERM, and when an interface
 disappears (exit status 0, with a message); bad options exit with status 2, a program
 that does not compile with status 1.
+
+I/O: one event loop thread waits on all ports at once (``selectors``/epoll), reads each
+readable port in a bounded batch (``--rx-batch``, default 64) into a preallocated buffer,
+runs the batch through the pipeline and sends the outputs per port in one go.  The
+P4Runtime server runs on its own threads; the device lock serialises its writes and
+PacketOuts with the data plane, packet by packet.  Under overload the kernel's receive
+queues overflow and the switch keeps going, counting what it drops.
+
+Statistics (``SwitchStats``): per port, frames received, forwarded, dropped by reason
+(``rx_overflow`` kernel receive-queue overflow, ``pipeline`` the program dropped it,
+``error`` the target failed on it, e.g. a parser error it raised, ``no_program`` no
+pipeline loaded), sent and ``tx_failed``; and frames sent to ports without an interface
+(``no_egress_port``).  For every port ``rx = forwarded + pipeline + error + no_program``.
+They are printed as one line ``saatp switch: stats {JSON}`` every ``--stats-interval``
+seconds, on SIGUSR1 (the stats request), and when the switch stops.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import logging
+import selectors
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from emulation.p4.errors import P4Error
+from emulation.p4.preprocess import parse_defines
+from emulation.p4runtime.device import Device
+from emulation.p4runtime.device_config import compile_source
+from emulation.p4runtime.server import P4RuntimeServer
+from emulation.v1model.load import load_switch
+from host_agent.channels import (ImpairedPort, PcapTap, PcapWriter, PortClosed, PortError, open_port,
+                                 parse_impairment, parse_port_spec)
 
 log = logging.getLogger("saatp.switch")
 
@@ -90,9 +117,17 @@ def _main_parser() -> argparse.ArgumentParser:
                     choices=["trace", "debug", "info", "warn", "error", "off"])
     ap.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     ap.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]")
+    ap.add_argument("--allow-target-extensions", action="store_true",
+                    help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
     ap.add_argument("--impair", action="append", default=[], metavar="PORT:SPEC",
                     help="impair what PORT sends, e.g. 2:loss=1%%,delay=5ms,jitter=1ms,rate=10mbit,seed=7")
     ap.add_argument("--seed", type=int, default=None, help="seed for the target's random externs")
+    ap.add_argument("--stats-interval", type=float, default=0.0, metavar="SECONDS",
+                    help="print a statistics line (saatp switch: stats {JSON}) every SECONDS (saatp extension)")
+    ap.add_argument("--rx-batch", type=int, default=64, metavar="N",
+                    help="frames read from one port before turning to the next (default 64)")
+    ap.add_argument("--exit-with-parent", type=int, default=None, metavar="PID",
+                    help="stop when process PID (the one that started this switch) is gone (saatp extension)")
     ap.add_argument("--grpc-server-addr", default=None, help=argparse.SUPPRESS)
     return ap
 
@@ -178,36 +213,81 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--cpu-port {args.cpu_port}: must be in 1..510 (0 is not valid, 511 is the drop port)")
     if not 0 < args.drop_port < 512:
         raise UsageError(f"--drop-port {args.drop_port}: must be in 1..511")
+    if args.stats_interval < 0:
+        raise UsageError(f"--stats-interval {args.stats_interval}: must be >= 0")
+    if args.rx_batch < 1:
+        raise UsageError(f"--rx-batch {args.rx_batch}: must be >= 1")
     if ":" not in args.grpc_server_addr:
         raise UsageError(f"--grpc-server-addr {args.grpc_server_addr}: expected HOST:PORT")
     return args
 
 
+PORT_COUNTERS = ("rx", "forwarded", "pipeline", "error", "no_program", "tx", "tx_failed")
+DEFAULT_RX_BATCH = 64
+LINK_CHECK_INTERVAL = 0.5
+
+
+class SwitchStats:
+    """Per-port counters of the switch process (see the module docstring).
+
+    ``rx``/``forwarded``/``pipeline``/``error``/``no_program`` count frames by the port they
+    arrived on; ``tx``/``tx_failed`` by the port they left on (``tx_failed`` as the port saw
+    it: a full socket buffer, nobody listening); ``rx_overflow`` is read from the kernel.
+    """
+
+    def __init__(self, ports: dict[int, Any]):
+        self.ports = ports
+        self.counts: dict[int, dict[str, int]] = {n: dict.fromkeys(PORT_COUNTERS, 0) for n in ports}
+        self.no_egress_port = 0
+        self.to_cpu = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for n, c in sorted(self.counts.items()):
+            row = dict(c)
+            p = self.ports[n]
+            try:
+                row["rx_overflow"] = int(p.rx_overflow())
+            except Exception:  # noqa: BLE001 - a closed port keeps its last reading
+                row["rx_overflow"] = 0
+            ps = p.stats
+            row["tx"] = int(ps.get("tx_frames", 0))
+            row["tx_failed"] = int(ps.get("tx_dropped", 0))
+            out[str(n)] = row
+        return {"ports": out, "no_egress_port": self.no_egress_port, "to_cpu": self.to_cpu}
+
+
 class SwitchDaemon:
     """The switch process's machinery, usable in-process by tests.
 
-    ``ports`` maps port numbers to :class:`~emulation.ports.FramePort` objects (already
+    ``ports`` maps port numbers to :class:`~host_agent.channels.FramePort` objects (already
     wrapped for pcap/impairments); ``switch`` is a compiled Switch or None (--no-p4).
+    One event-loop thread reads all ports (see the module docstring).
     """
 
     def __init__(self, ports: dict[int, Any], switch: Any = None, *, device_id: int = 0,
                  cpu_port: int | None = None, grpc_addr: str | None = DEFAULT_GRPC_ADDR,
                  device_config: bytes = b"", trace: Callable[[str], None] | None = None,
-                 compile_source: Callable[..., Any] | None = None, switch_kw: dict | None = None):
-        from emulation.p4runtime.device import Device
+                 compile_source: Callable[..., Any] | None = None, switch_kw: dict | None = None,
+                 rx_batch: int = DEFAULT_RX_BATCH):
         self.ports = dict(ports)
         if cpu_port is not None and cpu_port in self.ports:
             raise ValueError(f"port {cpu_port} is the CPU port; do not attach an interface to it")
         self.trace = trace
+        self.rx_batch = max(1, int(rx_batch))
+        self.stats = SwitchStats(self.ports)
+        # frames the pipeline emits on the loop thread, sent per port after each batch
+        self._pending: dict[int, list[bytes]] = {}
+        self._loop_ident: int | None = None
         kw: dict[str, Any] = {"transmit": self._transmit, "switch_kw": switch_kw or {}}
         if compile_source is not None:
             kw["compile_source"] = compile_source
         self.device = Device(device_id=device_id, cpu_port=cpu_port, **kw)
+        self.device.packet_in_listeners.append(self._count_packet_in)
         if switch is not None:
             self.device.load_program(switch, device_config)
         self.server = None
         if grpc_addr:
-            from emulation.p4runtime.server import P4RuntimeServer
             self.server = P4RuntimeServer(self.device, grpc_addr)
         self.stop_event = threading.Event()
         self.stop_reason = ""
@@ -217,43 +297,118 @@ class SwitchDaemon:
     def grpc_address(self) -> str | None:
         return self.server.address if self.server else None
 
+    def _count_packet_in(self, _pin: Any) -> None:
+        self.stats.to_cpu += 1
+
     def _transmit(self, port: int, frame: bytes) -> None:
         p = self.ports.get(port)
         if p is None:
+            self.stats.no_egress_port += 1
             if self.trace:
                 self.trace(f"egress port {port} has no interface: frame of {len(frame)} bytes dropped")
             return
         if self.trace:
             self.trace(f"port {port} out: {len(frame)} bytes")
-        try:
+        if threading.get_ident() == self._loop_ident:
+            q = self._pending.get(port)
+            if q is None:
+                self._pending[port] = [frame]
+            else:
+                q.append(frame)
+            return
+        try:  # a PacketOut from a P4Runtime thread: send right away
             p.send(frame)
         except Exception as e:  # PortClosed and friends
             self.request_stop(f"port {port} ({p.name}) failed on send: {e}")
 
-    def _rx_loop(self, num: int, port: Any) -> None:
-        from emulation.ports import PortClosed
-        while not self.stop_event.is_set():
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for port, frames in pending.items():
+            p = self.ports[port]
             try:
-                f = port.recv(0.2)
-            except PortClosed as e:
-                if not self.stop_event.is_set():
-                    self.request_stop(f"port {num} ({port.name}) went away: {e}")
-                return
-            if f is None:
-                continue
-            # run the pipeline on this thread: the device lock serialises packets, and
-            # skipping a hand-over to a worker thread roughly doubles the packet rate
-            self._process(num, f)
+                p.send_batch(frames)
+            except Exception as e:  # PortClosed and friends
+                self.request_stop(f"port {port} ({p.name}) failed on send: {e}")
 
-    def _process(self, num: int, frame: bytes) -> None:
-        if self.trace:
-            self.trace(f"port {num} in: {len(frame)} bytes")
+    def _run_batch(self, num: int, frames: list[bytes]) -> None:
+        c = self.stats.counts[num]
+        c["rx"] += len(frames)
+        dev, stats, trace = self.device, self.stats, self.trace
+        for f in frames:
+            if trace:
+                trace(f"port {num} in: {len(f)} bytes")
+            if dev.switch is None:
+                c["no_program"] += 1
+                continue
+            cpu_before = stats.to_cpu
+            try:
+                front = dev.process(num, f)
+            except Exception as e:  # a P4 assertion or a target bug must not kill the switch
+                c["error"] += 1
+                if c["error"] <= 3 or log.isEnabledFor(logging.DEBUG):
+                    log.warning("packet from port %d dropped: %s: %s", num, type(e).__name__, e)
+                if trace:
+                    trace(f"packet from port {num} dropped: {type(e).__name__}: {e}")
+                continue
+            if front or stats.to_cpu != cpu_before:
+                c["forwarded"] += 1
+            else:
+                c["pipeline"] += 1
+        self._flush()
+
+    def _event_loop(self) -> None:
+        self._loop_ident = threading.get_ident()
+        sel = selectors.DefaultSelector()
+        polled: list[int] = []        # ports without a descriptor: read every turn
+        for num, p in sorted(self.ports.items()):
+            fd = p.fileno()
+            if fd is None:
+                polled.append(num)
+            else:
+                sel.register(fd, selectors.EVENT_READ, num)
+        hot: set[int] = set(self.ports)   # read everything once at start
+        limit = self.rx_batch
+        next_check = time.monotonic() + LINK_CHECK_INTERVAL
         try:
-            self.device.process(num, frame)
-        except Exception as e:  # a P4 assertion or a target bug must not kill the switch
-            log.exception("packet processing failed")
-            if self.trace:
-                self.trace(f"packet from port {num} dropped: {type(e).__name__}: {e}")
+            while not self.stop_event.is_set():
+                if hot:
+                    timeout = 0.0
+                elif polled:
+                    timeout = 0.002
+                else:
+                    timeout = 0.2
+                ready = [key.data for key, _ in sel.select(timeout)] if sel.get_map() else []
+                if not ready and not hot and not sel.get_map():
+                    time.sleep(timeout)
+                todo = set(ready) | hot | set(polled)
+                hot = set()
+                for num in sorted(todo):
+                    p = self.ports[num]
+                    try:
+                        frames = p.recv_batch(limit)
+                    except PortClosed as e:
+                        if not self.stop_event.is_set():
+                            self.request_stop(f"port {num} ({p.name}) went away: {e}")
+                        return
+                    if len(frames) >= limit:
+                        hot.add(num)
+                    if frames:
+                        self._run_batch(num, frames)
+                now = time.monotonic()
+                if now >= next_check:
+                    next_check = now + LINK_CHECK_INTERVAL
+                    for num, p in self.ports.items():
+                        try:
+                            p.check_link()
+                        except PortClosed as e:
+                            if not self.stop_event.is_set():
+                                self.request_stop(f"port {num} ({p.name}) went away: {e}")
+                            return
+        except Exception as e:  # noqa: BLE001 - report, do not die silently
+            log.exception("the switch's event loop failed")
+            self.request_stop(f"event loop failed: {type(e).__name__}: {e}")
+        finally:
+            sel.close()
 
     def request_stop(self, reason: str = "") -> None:
         if not self.stop_event.is_set():
@@ -263,10 +418,9 @@ class SwitchDaemon:
     def start(self) -> "SwitchDaemon":
         if self.server is not None:
             self.server.start()
-        for num, p in sorted(self.ports.items()):
-            t = threading.Thread(target=self._rx_loop, args=(num, p), name=f"rx-{num}", daemon=True)
-            t.start()
-            self._threads.append(t)
+        t = threading.Thread(target=self._event_loop, name="switch-io", daemon=True)
+        t.start()
+        self._threads.append(t)
         return self
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -285,8 +439,15 @@ class SwitchDaemon:
                 pass
 
 
+def _compiler(allow_target_extensions: bool) -> Callable[..., Any] | None:
+    """How programs a controller pushes are compiled: with or without p4c's BMv2 limits."""
+    if not allow_target_extensions:
+        return None
+    return lambda text, filename, include_dirs, **kw: compile_source(text, filename, include_dirs,
+                                                                     allow_target_extensions=True, **kw)
+
+
 def _defines(items: Sequence[str]) -> dict[str, str]:
-    from emulation.p4.preprocess import parse_defines
     return parse_defines(items)
 
 
@@ -295,8 +456,6 @@ def _safe(name: str) -> str:
 
 
 def build_ports(args: argparse.Namespace) -> dict[int, Any]:
-    from emulation.ports import ImpairedPort, PcapTap, PcapWriter, PortError, open_port, parse_impairment, \
-        parse_port_spec
     specs: dict[int, str] = {}
     for item in args.interface:
         n, spec = parse_port_spec(item)
@@ -374,13 +533,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         switch_kw["log"] = trace_fn
     if args.program:
         try:
-            from emulation.p4.errors import P4Error
-        except ImportError:  # pragma: no cover - front end missing
-            P4Error = Exception  # type: ignore[misc,assignment]
-        try:
-            from emulation.v1model.switch import Switch
-            switch = Switch.from_file(args.program, include_dirs=args.include, defines=_defines(args.define),
-                                      cpu_port=args.cpu_port, **switch_kw)
+            switch = load_switch(args.program, include_dirs=args.include, defines=_defines(args.define),
+                                 cpu_port=args.cpu_port, allow_target_extensions=args.allow_target_extensions,
+                                 **switch_kw)
             device_config = Path(args.program).read_bytes()
         except P4Error as e:
             print(e, file=sys.stderr)
@@ -388,11 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as e:
             print(f"saatp switch: error: {args.program}: {e.strerror or e}", file=sys.stderr)
             return 1
-        except ImportError as e:
-            print(f"saatp switch: error: the P4 compiler is not available: {e}", file=sys.stderr)
-            return 1
 
-    from emulation.ports import PortError
     try:
         ports = build_ports(args)
     except PortError as e:
@@ -401,17 +552,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         d = SwitchDaemon(ports, switch, device_id=args.device_id, cpu_port=args.cpu_port,
                          grpc_addr=args.grpc_server_addr, device_config=device_config, trace=trace_fn,
-                         switch_kw=switch_kw)
+                         switch_kw=switch_kw, compile_source=_compiler(args.allow_target_extensions),
+                         rx_batch=args.rx_batch)
     except (OSError, ValueError) as e:
         for p in ports.values():
             p.close()
         print(f"saatp switch: error: {e}", file=sys.stderr)
         return 2
 
+    stats_wanted = threading.Event()
+
+    def print_stats() -> None:
+        print("saatp switch: stats " + json.dumps(d.stats.snapshot(), separators=(",", ":")), flush=True)
+
     def on_signal(signum: int, _frame: Any) -> None:
+        if signum == getattr(signal, "SIGUSR1", None):
+            stats_wanted.set()
+            return
         d.request_stop(f"received {signal.Signals(signum).name}")
     old = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGUSR1", None)):
+        if sig is None:
+            continue
         try:
             old[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread (embedded use): the caller stops us
@@ -421,10 +583,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = ", ".join(f"{n}@{p.name}" for n, p in sorted(ports.items())) or "none"
         print(f"saatp switch: device {args.device_id}, ports {names}, cpu port {args.cpu_port}, "
               f"P4Runtime on {d.grpc_address}, program {args.program or '(none: --no-p4)'}", flush=True)
-        while not d.wait(0.5):
-            pass
+        tick = 0.5 if not args.stats_interval else min(0.5, args.stats_interval)
+        next_stats = time.monotonic() + args.stats_interval if args.stats_interval else None
+        while not d.wait(tick):
+            if args.exit_with_parent is not None and os.getppid() != args.exit_with_parent:
+                d.request_stop(f"process {args.exit_with_parent}, which started this switch, is gone")
+            if stats_wanted.is_set():
+                stats_wanted.clear()
+                print_stats()
+            if next_stats is not None and time.monotonic() >= next_stats:
+                next_stats += args.stats_interval
+                print_stats()
     finally:
         d.stop()
+        print_stats()
         for s, h in old.items():
             signal.signal(s, h)
         for s in sinks:

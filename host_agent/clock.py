@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import queue
 import select
+import socket
 import time
 from typing import Any, Callable
 
@@ -94,11 +96,18 @@ class VirtualClock(EventLoop):
 
 
 class RealClock(EventLoop):
-    """Wall-clock time with a ``select`` loop over readable objects (sockets)."""
+    """Wall-clock time with a ``select`` loop over readable objects (sockets).
+
+    Other threads hand work to the loop only through :meth:`call_soon_threadsafe` (a queue and
+    a self-pipe that wakes the ``select``): the one thread-to-loop wake-up of the project."""
 
     def __init__(self) -> None:
         super().__init__()
         self._readers: dict[Any, Callable[[], None]] = {}
+        self._posted: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
 
     def now(self) -> float:
         return time.monotonic()
@@ -108,6 +117,31 @@ class RealClock(EventLoop):
 
     def remove_reader(self, sock: Any) -> None:
         self._readers.pop(sock, None)
+
+    def call_soon_threadsafe(self, fn: Callable, *args: Any) -> None:
+        """Run ``fn(*args)`` on the loop's thread as soon as it gets there (FIFO)."""
+        self._posted.put((fn, args))
+        try:
+            self._wake_w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # a full self-pipe wakes the loop anyway; a closed one means the loop is gone
+
+    def _run_posted(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        while True:
+            try:
+                fn, args = self._posted.get_nowait()
+            except queue.Empty:
+                return
+            fn(*args)
+
+    def close(self) -> None:
+        self._wake_r.close()
+        self._wake_w.close()
 
     def run(self, until: Callable[[], bool] | None = None, timeout: float | None = None) -> bool:
         end = None if timeout is None else self.now() + timeout
@@ -127,11 +161,13 @@ class RealClock(EventLoop):
                 wait = min(wait, max(0.0, nd - now))
             if end is not None:
                 wait = min(wait, max(0.0, end - now))
-            if self._readers:
-                r, _, _ = select.select(list(self._readers), [], [], wait)
-                for s in r:
-                    self._readers[s]()
-            elif nd is None and until is None:
+            if not self._readers and nd is None and until is None and self._posted.empty():
                 return True
-            else:
-                time.sleep(wait)
+            r, _, _ = select.select([self._wake_r, *self._readers], [], [], wait)
+            for s in r:
+                if s is self._wake_r:
+                    self._run_posted()
+                else:
+                    fn = self._readers.get(s)
+                    if fn is not None:
+                        fn()

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import wire
+from .constants import SWITCH_IP, SWITCH_MAC
+from .match import Lpm
+from .protocol.switch_counters import DROP_REASONS, EVENT_COUNTERS
 
 MODE_DETECT, MODE_MASK = 1, 2
 MODES = {"saatp": MODE_DETECT | MODE_MASK, "atp": MODE_DETECT, "switchml": 0}
 T_S_INFINITE_US = 0xFFFFFFFF
 
-EVENT_COUNTERS = ("complete", "evict", "detect", "redirect", "dup", "nack", "stale",
-                  "violation", "overflow")
-DROP_REASONS = ("parse", "version", "klog2", "length", "job", "slot", "wid", "type", "noroute")
 
 
 @dataclass
@@ -46,7 +46,7 @@ class JobSpec:
 
 
 class Controller:
-    def __init__(self, sw, switch_mac: str = "02:00:00:00:00:fe", switch_ip: str = "10.0.0.254",
+    def __init__(self, sw, switch_mac: str = SWITCH_MAC, switch_ip: str = SWITCH_IP,
                  nslots: int | None = None):
         self.sw = sw
         self.switch_mac = switch_mac
@@ -76,7 +76,6 @@ class Controller:
     # -------------------------------------------------------------- hosts
     def add_host(self, port: int, mac: str, ip: str, udp_port: int = wire.SA_PORT) -> Host:
         """Egress address rewrite for ``port`` and a /32 route to ``ip``."""
-        from emulation.v1model.match import Lpm
         h = Host(port, mac, ip, udp_port)
         self.hosts[port] = h
         self._table_add("port_addr", "set_addr", [port],
@@ -92,8 +91,8 @@ class Controller:
             raise ValueError(f"unknown mode {spec.mode!r}; one of {sorted(MODES)}")
         if spec.job in self.jobs:
             raise ValueError(f"job {spec.job} is already configured")
-        if not 1 <= spec.nworkers <= 32:
-            raise ValueError("1..32 workers per job")
+        if not 1 <= spec.nworkers <= wire.MAX_WORKERS:
+            raise ValueError(f"1..{wire.MAX_WORKERS} workers per job")
         for w in range(spec.nworkers):
             if w not in spec.ports:
                 raise ValueError(f"job {spec.job}: no port for worker {w}")
@@ -149,8 +148,8 @@ class Controller:
         the workers, carried by the helper on ``port``) joins the job's full mask, its
         unicast route and its multicast group."""
         spec = self.jobs[job]
-        if not spec.nworkers <= virtual < 32 or virtual == spec.fixed_helper:
-            raise ValueError(f"virtual contributor {virtual} must be in {spec.nworkers}..31")
+        if not spec.nworkers <= virtual < wire.MAX_WORKERS or virtual == spec.fixed_helper:
+            raise ValueError(f"virtual contributor {virtual} must be in {spec.nworkers}..{wire.MAX_WORKERS - 1}")
         spec.assist_mask |= 1 << virtual
         spec.assist_ports[virtual] = port
         spec.handles[("assist", virtual)] = self.sw.table_add("wid_port", "set_port",

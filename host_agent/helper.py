@@ -12,7 +12,7 @@ if they are, ``conflicts`` counts it).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np

@@ -15,6 +15,12 @@ every worker computes the same ``f`` without exchanging a message:
 
 Rounding is round-half-to-even (``numpy.rint``).  The exponent travels in the header's
 signed ``exp`` byte so helpers can reject a contribution made with another scale.
+
+A scale agreed *before* the data instead of after it (the torch switch engine) starts from each
+worker's largest magnitude: :func:`amax_exponent` gives its binary exponent E (with codes for
+"all zero" and "not finite"), the workers agree on the largest E, and :func:`frac_bits` turns
+it into ``f`` for ``n`` contributions; :func:`quant_step_error` is the rounding bound per value.
+This module is the one float <-> int32 layer of the project.
 """
 from __future__ import annotations
 
@@ -25,6 +31,11 @@ import numpy as np
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 EXP_MIN, EXP_MAX = -100, 100  # the header's exp byte is int8; keep a margin
+
+
+# amax_exponent's codes (the exponent of a finite non-zero float32 is in -148..128)
+E_ZERO = -(1 << 20)       # every element is 0
+E_NONFINITE = 1 << 20     # some element is inf or nan
 
 
 def quantize(x: np.ndarray, f: int) -> tuple[np.ndarray, bool]:
@@ -92,3 +103,28 @@ class AdaptiveScale:
         self.overflows += 1
         self.f = max(EXP_MIN, self.f - (math.ceil(math.log2(max(2, self.n))) + 1))
         return self.f
+
+
+def amax_exponent(amax: float) -> int:
+    """E with ``amax <= 2**E`` (frexp: amax = m * 2**E, 0.5 <= m < 1); :data:`E_ZERO` for 0 and
+    :data:`E_NONFINITE` for inf/nan."""
+    if not math.isfinite(amax):
+        return E_NONFINITE
+    if amax == 0.0:
+        return E_ZERO
+    return int(math.frexp(amax)[1])
+
+
+def frac_bits(e_max: int, n: int, fixed: int | None = None) -> int:
+    """The exponent ``f`` for ``n`` contributions bounded by ``2**e_max``: :func:`exp_for`
+    (neither a contribution nor the switch's sum can clip), or ``fixed`` when configured."""
+    if fixed is not None:
+        return int(fixed)
+    if e_max == E_ZERO:
+        return EXP_MAX
+    return exp_for(math.ldexp(1.0, e_max), n, headroom=1.0)
+
+
+def quant_step_error(f: int) -> float:
+    """Largest ``|rint(x * 2**f) / 2**f - x|`` of one quantized value: half a unit of 2**-f."""
+    return math.ldexp(0.5, -f)

@@ -3,7 +3,7 @@
 * :class:`UdpSocketTransport`: an ordinary kernel UDP socket (no privileges); the agent's
   SA-ATP bytes are the UDP payload, sent to the switch's virtual IP and SA_PORT.  This is
   what agents use on Mininet hosts or real machines.
-* :class:`FramePortTransport`: whole Ethernet frames over an ``emulation.ports`` frame
+* :class:`FramePortTransport`: whole Ethernet frames over an ``host_agent.channels`` frame
   port (in-memory, UDP tunnel, raw); the agent writes Ethernet/IPv4/UDP itself from a
   :class:`~host_agent.wire.FrameTemplate`.
 
@@ -12,12 +12,12 @@ Both deliver received SA-ATP bytes to a callback from inside a
 """
 from __future__ import annotations
 
-import queue
 import socket
 import threading
 from typing import Callable
 
 from . import wire
+from .channels.base import PortClosed
 from .clock import RealClock
 
 
@@ -62,19 +62,16 @@ class UdpSocketTransport:
 
 
 class FramePortTransport:
-    """Agent <-> frame port.  A reader thread feeds a queue; a socketpair wakes the loop."""
+    """Agent <-> frame channel.  A reader thread hands each frame to the loop
+    (:meth:`RealClock.call_soon_threadsafe`)."""
 
     def __init__(self, loop: RealClock, port, template: wire.FrameTemplate):
         self.loop = loop
         self.port = port
         self.tpl = template
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._rsock, self._wsock = socket.socketpair()
-        self._rsock.setblocking(False)
         self._cb: Callable[[bytes], None] | None = None
         self._stop = threading.Event()
         self.bad = 0
-        loop.add_reader(self._rsock, self._drain)
         self._thread = threading.Thread(target=self._reader, daemon=True, name="frame-rx")
         self._thread.start()
 
@@ -85,44 +82,26 @@ class FramePortTransport:
         self.port.send(self.tpl.frame(data))
 
     def _reader(self) -> None:
-        from emulation.ports.base import PortClosed
         while not self._stop.is_set():
             try:
                 fr = self.port.recv(0.1)
             except PortClosed:
                 return
-            if fr is None:
-                continue
-            self._q.put(fr)
-            try:
-                self._wsock.send(b"x")
-            except OSError:
-                return
+            if fr is not None:
+                self.loop.call_soon_threadsafe(self._deliver, fr)
 
-    def _drain(self) -> None:
+    def _deliver(self, fr: bytes) -> None:
         try:
-            self._rsock.recv(4096)
-        except (BlockingIOError, OSError):
-            pass
-        while True:
-            try:
-                fr = self._q.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                l2, payload = wire.strip_frame(fr)
-            except wire.WireError:
-                self.bad += 1
-                continue
-            if l2.dport != self.tpl.sport:
-                self.bad += 1
-                continue
-            if self._cb is not None:
-                self._cb(bytes(payload))
+            l2, payload = wire.strip_frame(fr)
+        except wire.WireError:
+            self.bad += 1
+            return
+        if l2.dport != self.tpl.sport:
+            self.bad += 1
+            return
+        if self._cb is not None:
+            self._cb(bytes(payload))
 
     def close(self) -> None:
         self._stop.set()
-        self.loop.remove_reader(self._rsock)
         self._thread.join(timeout=1.0)
-        self._rsock.close()
-        self._wsock.close()

@@ -11,13 +11,13 @@ scale and the overflow retry are in :mod:`host_agent.allreduce`.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from . import wire
+from .rtt import RttEstimator
 from .clock import EventLoop
 from .helper import HelperRole
 
@@ -41,8 +41,8 @@ class AgentConfig:
     def __post_init__(self):
         if self.k < 1 or self.k & (self.k - 1):
             raise ValueError(f"K must be a power of two, got {self.k}")
-        if not 1 <= self.nworkers <= 32:
-            raise ValueError(f"1..32 workers per job, got {self.nworkers}")
+        if not 1 <= self.nworkers <= wire.MAX_WORKERS:
+            raise ValueError(f"1..{wire.MAX_WORKERS} workers per job, got {self.nworkers}")
         if self.pool < 1:
             raise ValueError("pool must be >= 1")
         if self.rto is None:
@@ -109,7 +109,7 @@ class Worker:
 
     def __init__(self, wid: int, cfg: AgentConfig, loop: EventLoop,
                  send: Callable[[bytes], None]):
-        if not (0 <= wid < cfg.nworkers or (0 <= wid < 32 and cfg.assist_mask >> wid & 1)):
+        if not (0 <= wid < cfg.nworkers or (0 <= wid < wire.MAX_WORKERS and cfg.assist_mask >> wid & 1)):
             raise ValueError(f"wid {wid} outside 0..{cfg.nworkers - 1}")
         self.wid = wid
         self.bit = 1 << wid
@@ -127,9 +127,7 @@ class Worker:
         self.cache: dict[int, _Iteration] = {}
         self.on_done: Callable[[int, np.ndarray, bool], None] | None = None
         self.iter_times: list[float] = []
-        self.srtt: float | None = None
-        self.rto_boost = 0.0
-        self.rttvar = 0.0
+        self.rtt = RttEstimator(cfg.rto, cfg.rto_max)
 
     # ------------------------------------------------------------------ api
     def start(self, it: int, q: np.ndarray, f: int = 0,
@@ -185,19 +183,12 @@ class Worker:
     @property
     def rto(self) -> float:
         """Current first timeout: srtt + 4 rttvar (RFC 6298), within [cfg.rto, cfg.rto_max]."""
-        base = self.cfg.rto if self.srtt is None else self.srtt + 4 * self.rttvar
-        return min(self.cfg.rto_max, max(self.cfg.rto, base, self.rto_boost))
+        return self.rtt.rto
 
     def _rtt_sample(self, st: _Iteration, seq: int) -> None:
         if st.retried[seq]:
             return   # Karn: no samples from retransmitted or probed chunks
-        r = self.loop.now() - st.sent_at[seq]
-        self.rto_boost = 0.0
-        if self.srtt is None:
-            self.srtt, self.rttvar = r, r / 2
-        else:
-            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - r)
-            self.srtt = 0.875 * self.srtt + 0.125 * r
+        self.rtt.sample(self.loop.now() - st.sent_at[seq])
 
     def _send_data(self, st: _Iteration, seq: int, resend: bool = False) -> None:
         if not resend:
@@ -228,8 +219,7 @@ class Worker:
             # a queue longer than the RTO does not turn every chunk into a probe.  Capped
             # at T_s: rounds that wait for a straggler also time out, and that is no
             # reason to recover real losses slowly.
-            est = self.cfg.rto if self.srtt is None else self.srtt + 4 * self.rttvar
-            self.rto_boost = min(max(self.cfg.t_s, 2 * est), 2 * self.rto)
+            self.rtt.back_off(min(max(self.cfg.t_s, 2 * self.rtt.estimate()), 2 * self.rto))
         st.retried[seq] = True
         st.backoff[seq] = min(self.cfg.rto_max, 2 * st.backoff.get(seq, self.rto))
         if self.cfg.resend_data:
@@ -417,7 +407,7 @@ class Worker:
 
     def _serve(self, h: wire.Header) -> bool:
         """A late peer asks for (iter, seq): answer from our own results if we have it."""
-        if h.wid >= 32 or not self.helper.full >> h.wid & 1 or h.wid == self.wid:
+        if h.wid >= wire.MAX_WORKERS or not self.helper.full >> h.wid & 1 or h.wid == self.wid:
             return False
         st = self._find(h.iter)
         if st is None or h.seq >= st.c or not st.have[h.seq]:

@@ -18,6 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from host_agent import wire  # noqa: E402
+from host_agent.constants import SWITCH_IP, SWITCH_MAC, worker_ip, worker_mac  # noqa: E402
 from host_agent.quantize import quantize  # noqa: E402
 
 
@@ -55,15 +56,14 @@ def main(argv=None) -> int:
             pad = np.zeros(c * 64, np.int32)
             pad[:N] = q
             be = pad.astype(">i4").tobytes()
-            tpl = wire.FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1",
-                                     "10.0.0.254")
+            tpl = wire.FrameTemplate(worker_mac(0), SWITCH_MAC, worker_ip(0), SWITCH_IP)
             for s in range(c):
                 h = wire.Header(type=wire.DATA, flags=wire.F_PAYLOAD, seq=s, iter=1, slot=s % 32)
                 tpl.frame(h.pack() + be[s * 256:(s + 1) * 256])
 
     t_pk = best(packetize, a.repeat)
 
-    from host_agent.harness import Network, add_job
+    from emulation.harness import Network, add_job
     net = Network(switch_pps=None)
     job = add_job(net, 0, n, mode="saatp")
     qs = [quantize(x, f)[0] for x in xs]

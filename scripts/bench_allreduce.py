@@ -87,7 +87,7 @@ def bench(rank, world, port, args, q):
 def main(argv=None) -> int:
     args = parse_args(argv)
     if "switch" in args.engines:
-        from host_agent.torch_backend.engines import switch_available
+        from host_agent.torch_backend.engine_choice import switch_available
 
         ok, why = switch_available()
         if not ok:

@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emulation.p4runtime.client import P4RuntimeClient  # noqa: E402
-from emulation.v1model.match import Lpm  # noqa: E402
-from emulation.v1model.switch import Switch  # noqa: E402
+from host_agent.p4runtime.client import P4RuntimeClient  # noqa: E402
+from host_agent.match import Lpm  # noqa: E402
+from emulation.v1model.load import load_switch  # noqa: E402
 
 PROGRAM = ROOT / "p4src" / "basic_router.p4"
 BMV2_REFERENCE_PPS = 15000
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
 
     frames = [frame(i) for i in range(1000)]
     # in-process baseline: the same compiled program, same frames, no I/O
-    sw = Switch.from_file(str(PROGRAM))
+    sw = load_switch(str(PROGRAM))
     sw.table_add("ipv4_lpm", "ipv4_forward", {"hdr.ipv4.dstAddr": Lpm(0x0A000200, 24)}, [0x000000000202, 2])
     n = min(args.packets, 20000)
     t0 = time.perf_counter()

@@ -36,6 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from emulation.v1model.load import load_switch  # noqa: E402
+from host_agent.match import Lpm  # noqa: E402
+
 BMV2_REF_PPS = {"basic_router": 15_000, "bench_reg64": 2_000}
 
 ROUTER_MAC = 0x000000000100
@@ -152,9 +155,7 @@ def rate(process, packets: list[bytes], warmup: int, repeat: int = 1) -> float:
 
 
 def build_router():
-    from emulation.v1model.switch import Switch
-    sw = Switch.from_file(str(ROOT / "p4src" / "basic_router.p4"))
-    from emulation.v1model.match import Lpm
+    sw = load_switch(str(ROOT / "p4src" / "basic_router.p4"))
     for prefix, plen, mac, port in ROUTES:
         sw.table_add("MyIngress.ipv4_lpm", "MyIngress.ipv4_forward",
                      {"hdr.ipv4.dstAddr": Lpm(prefix, plen)}, args=(mac, port))
@@ -162,8 +163,7 @@ def build_router():
 
 
 def build_reg64():
-    from emulation.v1model.switch import Switch
-    return Switch.from_file(str(ROOT / "p4src" / "bench_reg64.p4"))
+    return load_switch(str(ROOT / "p4src" / "bench_reg64.p4"))
 
 
 def check_same(name: str, target, baseline, packets: list[bytes], count: int = 300) -> None:

@@ -13,7 +13,7 @@ pass). Rank 0 prints every iteration's time and loss, then the loss curve and a 
     python scripts/ddp_example.py --spawn 2 --backend gloo
 
 The allreduce engine is chosen by --engine / SAATP_ENGINE (auto: the SA-ATP switch engine when
-host_agent.sa_atp_engine is present, else the host ring); rank 0 prints which one is used.
+the saatp-switch command is installed, else the host ring); rank 0 prints which one is used.
 """
 from __future__ import annotations
 

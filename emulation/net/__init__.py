@@ -6,7 +6,7 @@
   spine, and the p4lang tutorials' ``topology.json`` (with per-switch runtime JSON);
 * :mod:`.hostsetup` offloads off, IPv6 off, static ARP, CPU limits;
 * :mod:`.control`   P4Runtime programming (the tutorials' runtime JSON, pipelines, counters);
-* :mod:`.p4rt_target` the SA-ATP controller's switch calls over P4Runtime;
+* (the SA-ATP controller's switch calls over P4Runtime live in :mod:`host_agent.p4runtime.target`);
 * :mod:`.session`   :class:`NetSession`: start, program, run agents, stop, check leftovers;
 * :mod:`.agent`     the per-host workloads (SA-ATP worker, ring all-reduce, UDP echo);
 * :mod:`.ddp_wrap`  the DDP example in a host, with the runner's JSON result;

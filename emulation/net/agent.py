@@ -29,6 +29,14 @@ import time
 
 import numpy as np
 
+
+from host_agent import wire
+from host_agent.baselines.ring import RingWorker
+from host_agent.clock import RealClock
+from host_agent.constants import SWITCH_IP
+from host_agent.transport import UdpSocketTransport
+from host_agent.worker import AgentConfig, Worker
+
 ECHO_PORT = 9002
 
 
@@ -55,9 +63,6 @@ def _wait_start(t: float | None) -> None:
 
 
 def run_ring(a: argparse.Namespace) -> dict:
-    from host_agent import wire
-    from host_agent.baselines.ring import RingWorker
-    from host_agent.clock import RealClock
 
     peers = a.hosts.split(",")
     n = len(peers)
@@ -127,10 +132,6 @@ def run_saatp(a: argparse.Namespace) -> dict:
     """One SA-ATP worker (``host_agent.worker.Worker``) over a kernel UDP socket to the
     switch's aggregation address; iterations are numbered 1..iters (0 is not a valid
     SA-ATP iteration)."""
-    from host_agent import wire
-    from host_agent.clock import RealClock
-    from host_agent.transport import UdpSocketTransport
-    from host_agent.worker import AgentConfig, Worker
 
     n = len(a.hosts.split(","))
     cfg = AgentConfig(job=a.job, nworkers=n, k=a.k, pool=a.window, t_s=a.t_s)
@@ -240,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--start-at", type=float, default=None)
     ap.add_argument("--timeout", type=float, default=30.0, help="per iteration")
     ap.add_argument("--linger", type=float, default=1.0)
-    ap.add_argument("--agg-ip", default="10.0.0.254", help="saatp: the switch's aggregation address")
+    ap.add_argument("--agg-ip", default=SWITCH_IP, help="saatp: the switch's aggregation address")
     ap.add_argument("--job", type=int, default=0, help="saatp: job id")
     ap.add_argument("--t-s", type=float, default=0.05, help="saatp: straggler threshold T_s (s)")
     return ap

@@ -4,18 +4,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from emulation.p4runtime.p4info import p4info_from_program, read_p4info
+from emulation.v1model.load import load_program
+from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
+from host_agent.p4runtime import p4info_pb2
+from host_agent.p4runtime.client import P4RuntimeClient
+
 from .topo import TopologyError, parse_value
 
 
 def connect(address: str, device_id: int, election_id: int = 1, timeout: float = 10.0):
-    from emulation.p4runtime.client import P4RuntimeClient
     return P4RuntimeClient(address, device_id=device_id, election_id=election_id, timeout=timeout)
 
 
 def p4info_for_source(program: str, include_dirs=()) -> Any:
     """The P4Info of a P4 source program, from the embedded front end."""
-    from emulation.p4.frontend import load_program
-    from emulation.p4runtime.p4info import p4info_from_program
     return p4info_from_program(load_program(program, include_dirs=list(include_dirs)))
 
 
@@ -36,7 +39,6 @@ def ensure_pipeline(client, kind: str, program: str | None, p4info_path: str | N
     if kind == "bmv2":
         if not p4info_path:
             raise TopologyError("BMv2 needs the P4Info that p4c wrote (--p4info FILE)")
-        from emulation.p4runtime.p4info import read_p4info
         info = read_p4info(p4info_path)
     else:
         info = p4info_for_source(program)
@@ -44,8 +46,6 @@ def ensure_pipeline(client, kind: str, program: str | None, p4info_path: str | N
 
 
 def _match(client, table: str, match: dict[str, Any]) -> dict[str, Any]:
-    from emulation.p4runtime import p4info_pb2
-    from emulation.v1model.match import Exact, Lpm, Optional_, Range, Ternary
     t = client._idx().get("table", table)
     out = {}
     for name, v in match.items():

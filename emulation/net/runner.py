@@ -34,6 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from host_agent.channels import parse_impairment
+from host_agent.constants import SAATP_P4
+
+from .agent import digest, expected_sum
+from .commands import bmv2_binary
+from .mn import why_unavailable
+from .session import REPO, NetSession
 from .topo import TopologyError, TopoSpec, load_topology_json, single_switch, two_racks
 
 WORKLOADS = ("saatp", "switchml", "ring", "echo", "ddp")
@@ -102,7 +109,6 @@ def parse_stragglers(items: list[str], hosts) -> tuple[dict[str, float], dict[st
 
 
 def parse_impairs(items: list[str], spec: TopoSpec) -> dict[str, dict[int, str]]:
-    from emulation.ports import parse_impairment
     out: dict[str, dict[int, str]] = {}
     for it in items:
         host, sep, s = it.partition(":")
@@ -126,7 +132,6 @@ def make_spec(args: argparse.Namespace) -> TopoSpec:
 
 def agent_commands(args: argparse.Namespace, spec: TopoSpec, out: Path, delay: dict[str, float],
                    start_at: float) -> dict[str, list[str]]:
-    from .session import REPO
     hosts = list(spec.hosts)
     ips = [spec.hosts[h].addr for h in hosts]
     if args.agent_cmd:
@@ -171,7 +176,6 @@ def check_results(args: argparse.Namespace, spec: TopoSpec, agents: dict[str, di
         if not r.get("ok"):
             problems.append(f"{h}: agent reports failure: {r.get('error', 'see result')}")
         if exact:
-            from .agent import digest, expected_sum
             its = r.get("iters", [])
             good = sum(i.get("digest") == digest(expected_sum(args.seed, i["iter"], len(spec.hosts), args.elements))
                        for i in its)
@@ -215,12 +219,10 @@ def plot(results: dict, path: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .mn import why_unavailable
     reason = why_unavailable()
     if reason:
         print(f"saatp experiment mininet: {reason}", file=sys.stderr)
         return 2
-    from .commands import bmv2_binary
     if args.switch == "bmv2" and bmv2_binary() is None:
         print("saatp experiment mininet: simple_switch_grpc (BMv2) is not on PATH; use --switch saatp",
               file=sys.stderr)
@@ -242,12 +244,10 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     if args.workload in SWITCH_AGG and not args.program and args.switch == "saatp":
-        from .session import REPO
-        args.program = str(REPO / "p4src" / "saatp.p4")
+        args.program = str(SAATP_P4)
     if args.program and not Path(args.program).exists():
         print(f"saatp experiment mininet: {args.program}: no such file", file=sys.stderr)
         return 2
-    from .session import NetSession
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for f in out.glob("agent-*.json"):

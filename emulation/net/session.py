@@ -20,8 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from host_agent.controller import Controller, JobSpec
+from host_agent.p4runtime.target import P4RuntimeTarget
+
+from .control import apply_runtime, connect, ensure_pipeline, read_counters
 from .hostsetup import CpuLimit, setup_host
-from .topo import TopoSpec, build_net, builtin_runtime
+from .topo import TopologyError, TopoSpec, _find_file, build_net, builtin_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROGRAM = str(REPO / "p4src" / "basic_router.p4")
@@ -64,7 +68,6 @@ def processes_in_netns(inodes: set[int]) -> list[int]:
 
 def runtime_artifacts(sp) -> tuple[str | None, str | None]:
     """(bmv2_json, p4info) named by a switch's runtime JSON, as existing paths (or None)."""
-    from .topo import TopologyError, _find_file
     base = Path(sp.runtime_path).parent if sp.runtime_path else Path.cwd()
     out = []
     for key in ("bmv2_json", "p4info"):
@@ -88,7 +91,7 @@ class NetSession:
                  out: str | Path = "results/mininet", pcap: bool = False, log_console: bool = False,
                  impair: dict[str, dict[int, str]] | None = None, p4info: str | None = None,
                  switch_params: dict[str, dict] | None = None):
-        from .p4switch import SWITCH_CLASSES
+        from .p4switch import SWITCH_CLASSES  # imports Mininet, which may be missing: only when used
         if switch not in SWITCH_CLASSES:
             raise ValueError(f"switch kind {switch!r}: choose saatp or bmv2")
         self.spec = spec
@@ -174,7 +177,6 @@ class NetSession:
 
     def program_switches(self) -> dict[str, int]:
         """Install each switch's runtime JSON (or the built-in /32 routes) over P4Runtime."""
-        from .control import apply_runtime, connect, ensure_pipeline
         builtin = builtin_runtime(self.spec)
         counts = {}
         for name, node in self.switch_nodes().items():
@@ -189,10 +191,7 @@ class NetSession:
         """Configure one SA-ATP job of all hosts (wid = host order) on a single switch running
         ``p4src/saatp.p4``, with :class:`host_agent.controller.Controller` over P4Runtime.
         Returns the configuration as simple_switch_CLI commands."""
-        from host_agent.controller import Controller, JobSpec
 
-        from .control import connect, ensure_pipeline
-        from .p4rt_target import P4RuntimeTarget
         if len(self.spec.switches) != 1:
             raise ValueError("SA-ATP runs need one aggregation switch: use the single-switch topology "
                              "(between racks the switches only forward IPv4; see docs/mininet.md)")
@@ -269,7 +268,6 @@ class NetSession:
 
     # ---------------------------------------------------------------- metrics
     def switch_counters(self) -> dict[str, Any]:
-        from .control import read_counters
         out = {}
         for name, node in self.switch_nodes().items():
             ports = {}

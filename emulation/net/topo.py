@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-AGG_IP = "10.0.0.254"          # the SA-ATP switch's virtual (aggregation) address
-AGG_MAC = "02:00:00:00:00:fe"  # and its MAC (host_agent.controller's defaults)
+from host_agent.constants import SWITCH_IP, SWITCH_MAC
+
+AGG_IP = SWITCH_IP    # the SA-ATP switch's virtual (aggregation) address
+AGG_MAC = SWITCH_MAC  # and its MAC
 
 
 class TopologyError(ValueError):

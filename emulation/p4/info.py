@@ -31,6 +31,7 @@ class ParamInfo(Annotated):
 class ActionInfoP(Annotated):
     name: str = ""                       # fully qualified control-plane name
     params: list[ParamInfo] = field(default_factory=list)   # directionless (action data) params
+    calls_extern_functions: bool = False   # its body calls an extern function (P4Info type_info)
 
 
 @dataclass
@@ -56,6 +57,8 @@ class TableInfo(Annotated):
     default_args: list[int] = field(default_factory=list)
     const_default_action: bool = False
     has_const_entries: bool = False
+    has_initial_entries: bool = False     # ``entries = {...}``, const or not
+    support_timeout: bool = False         # ``support_timeout = true``: entries can age (idle timeout)
     size: int = 1024
     direct_counter: str | None = None     # name of the direct_counter bound to the table
     direct_meter: str | None = None
@@ -100,6 +103,11 @@ class ProgramInfo:
     externs: list[ExternInstanceInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
     digests: list[DigestInfo] = field(default_factory=list)
+    # what p4c's P4Info depends on beyond the declarations: actions a control's apply block
+    # calls directly (p4c lists an action only if a table or an apply block uses it), and
+    # whether a control calls an extern function (p4c then writes an empty ``type_info``)
+    actions_called_from_apply: set[str] = field(default_factory=set)
+    calls_extern_functions: bool = False
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:

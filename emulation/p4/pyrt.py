@@ -1,4 +1,4 @@
-"""Language-level run-time support for the Python code that ``compiler.py`` generates.
+"""Language-level run-time support for the Python code that the compiler (``compiler/``) generates.
 
 Architecture-neutral P4_16: packet cursors for ``packet_in``/``packet_out``, parser
 errors, ``exit``, header stacks.  Headers and structs are generated classes (one per P4
@@ -119,9 +119,10 @@ class Stack:
     def at(self, i: int) -> Any:
         if 0 <= i < self.size:
             return self.elems[i]
-        # out of range in a control: the spec leaves it undefined; on BMv2 (p4c's gauntlet_index
-        # tests) a write is lost and a read sees an invalid, zeroed header -- a detached one here
-        return self._new()
+        # out of range in a control: the spec leaves it undefined; BMv2 1.15.5 aborts
+        # (std::out_of_range: simple_switch dies, checked with the real tools)
+        raise P4RuntimeError(f"header stack index {i} out of range 0..{self.size - 1} "
+                             f"(BMv2 aborts the switch process)")
 
     def next_(self) -> Any:
         if self.nxt >= self.size:

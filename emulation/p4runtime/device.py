@@ -10,113 +10,29 @@
   ``cpu_port`` become packet-ins (the ``packet_in`` header is stripped into metadata);
 * digests the program generated, handed to listeners.
 
-The device config of ``SetForwardingPipelineConfig`` carries the P4 program: the P4
-source text itself, or a bundle (a zip or tar archive) holding the main program and its
-includes; the main file is ``main.p4``, or the only ``.p4`` file at the top level, or
-the one a top-level ``MAIN`` file names.
+What a device config may hold (P4 source, a bundle, BMv2 JSON standing for its source) is
+in :mod:`emulation.p4runtime.device_config`.
 """
 from __future__ import annotations
 
-import io
-import tarfile
-import tempfile
+import logging
+import os
 import threading
-import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .device_config import (DeviceConfigError, compile_device_config, compile_source, looks_like_json,
+                            source_of_bmv2_json, unwrap_p4_device_config)
+from .p4info import p4info_from_program
 
-class DeviceConfigError(ValueError):
-    """The device config cannot be turned into a pipeline."""
+log = logging.getLogger("saatp.p4runtime")
 
 
 @dataclass
 class PacketIn:
     payload: bytes
     metadata: dict[str, int] = field(default_factory=dict)
-
-
-def _compile_source(text: str, filename: str, include_dirs: Sequence[str], **kw: Any) -> Any:
-    from emulation.v1model.switch import Switch
-    return Switch.from_source(text, filename=filename, include_dirs=list(include_dirs), **kw)
-
-
-def _bundle_main(names: list[str]) -> str | None:
-    top = [n for n in names if "/" not in n.strip("/")]
-    if "main.p4" in top:
-        return "main.p4"
-    p4s = [n for n in top if n.endswith(".p4")]
-    if len(p4s) == 1:
-        return p4s[0]
-    return None
-
-
-def compile_device_config(data: bytes, *, switch_kw: dict | None = None,
-                          compile_source: Callable[..., Any] = _compile_source) -> Any:
-    """Turn a device config (P4 source or a zip/tar bundle) into a fresh Switch."""
-    kw = dict(switch_kw or {})
-    if not data:
-        raise DeviceConfigError("the device config is empty")
-    if data[:4] == b"PK\x03\x04" or _is_tar(data):
-        with tempfile.TemporaryDirectory(prefix="saatp-p4bundle-") as tmp:
-            names = _extract_bundle(data, Path(tmp))
-            main = None
-            if "MAIN" in names:
-                main = (Path(tmp) / "MAIN").read_text().strip()
-            main = main or _bundle_main(names)
-            if not main or not (Path(tmp) / main).is_file():
-                raise DeviceConfigError(
-                    "bundle: cannot tell the main program; name it main.p4 or list it in a MAIN file")
-            path = Path(tmp) / main
-            return compile_source(path.read_text(), str(path), [str(path.parent), tmp], **kw)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise DeviceConfigError("the device config is neither P4 source (UTF-8 text) nor a zip/tar bundle") from None
-    if text.lstrip().startswith("{"):
-        raise DeviceConfigError("the device config looks like BMv2 JSON; this target needs the P4 source "
-                                "(or a zip/tar bundle of it) as p4_device_config")
-    return compile_source(text, "<device_config>.p4", [], **kw)
-
-
-def _is_tar(data: bytes) -> bool:
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data)):
-            return True
-    except (tarfile.TarError, EOFError, OSError):
-        return False
-
-
-def _extract_bundle(data: bytes, dst: Path) -> list[str]:
-    names: list[str] = []
-
-    def safe(name: str) -> Path:
-        p = PurePosixPath(name)
-        if p.is_absolute() or ".." in p.parts:
-            raise DeviceConfigError(f"bundle: unsafe member name {name!r}")
-        return dst / p
-
-    if data[:4] == b"PK\x03\x04":
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            for info in z.infolist():
-                if info.is_dir():
-                    continue
-                target = safe(info.filename)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(z.read(info))
-                names.append(info.filename)
-    else:
-        with tarfile.open(fileobj=io.BytesIO(data)) as t:
-            for m in t.getmembers():
-                if not m.isfile():
-                    continue
-                target = safe(m.name)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                f = t.extractfile(m)
-                target.write_bytes(f.read() if f else b"")
-                names.append(m.name)
-    return [n.lstrip("./") if n.startswith("./") else n for n in names]
 
 
 def pack_bits(fields: Sequence[tuple[int, int]]) -> bytes:
@@ -146,7 +62,7 @@ class Device:
 
     def __init__(self, *, device_id: int = 1, cpu_port: int | None = None,
                  transmit: Callable[[int, bytes], None] | None = None,
-                 compile_source: Callable[..., Any] = _compile_source,
+                 compile_source: Callable[..., Any] = compile_source,
                  switch_kw: dict | None = None):
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -163,11 +79,38 @@ class Device:
         self.pipeline_listeners: list[Callable[[], None]] = []
 
     # ----------------------------------------------------------- pipeline
-    def build_switch(self, device_config: bytes) -> Any:
+    def _switch_kw(self) -> dict:
         kw = dict(self.switch_kw)
         if self.cpu_port is not None:
             kw.setdefault("cpu_port", self.cpu_port)
-        return compile_device_config(device_config, switch_kw=kw, compile_source=self.compile_source)
+        return kw
+
+    def loaded_program_path(self) -> str | None:
+        """The file the running program was compiled from ("" if unknown), None if none runs."""
+        if self.switch is None:
+            return None
+        return str(getattr(getattr(self.switch, "program", None), "filename", "") or "")
+
+    def build_switch(self, device_config: bytes) -> Any:
+        """A new Switch for a device config (P4 source, bundle, BMv2 JSON, or any of these
+        wrapped in a ``p4.tmp.P4DeviceConfig``)."""
+        data = unwrap_p4_device_config(device_config)
+        if looks_like_json(data):
+            loaded = self.loaded_program_path()
+            dirs = [os.getcwd()]
+            if loaded and Path(loaded).is_file():
+                dirs.append(str(Path(loaded).resolve().parent))
+            src = source_of_bmv2_json(data, loaded=loaded, search_dirs=dirs)
+            if src is None:
+                log.warning("device config is BMv2 JSON; running the loaded program %s", loaded or "")
+                return self.fresh_switch()
+            log.warning("device config is BMv2 JSON; running its source %s", src)
+            try:
+                text = Path(src).read_text()
+            except (OSError, UnicodeDecodeError) as e:
+                raise DeviceConfigError(f"{src}: cannot read the source of the BMv2 JSON: {e}") from None
+            return self.compile_source(text, src, [str(Path(src).parent)], **self._switch_kw())
+        return compile_device_config(data, switch_kw=self._switch_kw(), compile_source=self.compile_source)
 
     def fresh_switch(self) -> Any:
         """A new Switch running the current program with empty tables (for a re-push)."""
@@ -175,12 +118,10 @@ class Device:
             raise DeviceConfigError("no pipeline is loaded")
         cls = type(self.switch)
         try:
-            kw = dict(self.switch_kw)
-            if self.cpu_port is not None:
-                kw.setdefault("cpu_port", self.cpu_port)
-            return cls(self.switch.program, **kw)
+            return cls(self.switch.program, **self._switch_kw())
         except TypeError:
-            return self.build_switch(self.device_config)
+            return compile_device_config(unwrap_p4_device_config(self.device_config),
+                                         switch_kw=self._switch_kw(), compile_source=self.compile_source)
 
     def install(self, switch: Any, p4info: Any, device_config: bytes, cookie: int | None) -> None:
         with self.lock:
@@ -193,7 +134,6 @@ class Device:
 
     def load_program(self, switch: Any, device_config: bytes = b"") -> None:
         """Install a program given at start-up (``saatp switch PROGRAM.p4``)."""
-        from .p4info import p4info_from_program
         self.install(switch, p4info_from_program(switch), device_config, None)
 
     # --------------------------------------------------------- data plane

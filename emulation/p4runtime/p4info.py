@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from google.protobuf import json_format, text_format
 
-from . import p4info_pb2 as p4i
+from host_agent.p4runtime import p4info_pb2 as p4i
 
 PREFIX = {
     "action": 0x01, "table": 0x02, "value_set": 0x03, "controller_header": 0x04,
@@ -224,7 +224,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
     sym = SymbolTable()
     hidden = lambda o: "hidden" in (o.annotations or {})  # noqa: E731
     tables = [t for t in info.tables if not hidden(t)]
-    actions = [a for a in info.actions if not hidden(a)]
+    actions = [a for a in _used_actions(info) if not hidden(a)]
     externs = [e for e in info.externs if not hidden(e)]
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
              "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile",
@@ -245,6 +245,9 @@ def p4info_from_program(program_or_info: Any) -> Any:
     p = p4i.P4Info()
     p.pkg_info.arch = info.arch or "v1model"
     action_names = {cp_name(a.name) for a in actions}
+    # an action no table refers to is only ever called with all its arguments bound: p4c
+    # lists no parameters for it
+    in_tables = {cp_name(ref.name) for t in tables for ref in t.actions}
     for t in tables:
         tm = p.tables.add()
         _preamble(tm.preamble, sym, "table", t.name, t.annotations)
@@ -283,15 +286,17 @@ def p4info_from_program(program_or_info: Any) -> Any:
             if nm:
                 tm.direct_resource_ids.append(sym.id(kind, nm))
         tm.size = t.size
-        if getattr(t, "support_timeout", False):  # optional field (``support_timeout = true``)
+        if getattr(t, "support_timeout", False):   # ``support_timeout = true``
             tm.idle_timeout_behavior = p4i.Table.NOTIFY_CONTROL
         if t.has_const_entries:
             tm.is_const_table = True
+        if t.has_const_entries or getattr(t, "has_initial_entries", False):
             tm.has_initial_entries = True
     for a in actions:
         am = p.actions.add()
         _preamble(am.preamble, sym, "action", a.name, a.annotations)
-        for pid, prm in zip(_field_ids(a.params, a.name), a.params):
+        params = a.params if cp_name(a.name) in in_tables else []
+        for pid, prm in zip(_field_ids(params, a.name), params):
             pm = am.params.add()
             pm.id = pid
             pm.name = prm.name
@@ -356,8 +361,27 @@ def p4info_from_program(program_or_info: Any) -> Any:
             mem = st.members.add()
             mem.name = f.name
             mem.type_spec.bitstring.bit.bitwidth = f.width
-    p.type_info.SetInParent()
+    if _writes_type_info(info):
+        p.type_info.SetInParent()
     return p
+
+
+def _used_actions(info: Any) -> list:
+    """The actions p4c lists: those a table refers to or an apply block calls directly.
+
+    p4c's front end drops actions nobody uses (an unused top-level ``NoAction`` too) and
+    actions only other actions call."""
+    used = {cp_name(ref.name) for t in info.tables for ref in t.actions}
+    used |= {cp_name(n) for n in getattr(info, "actions_called_from_apply", ())}
+    return [a for a in info.actions if cp_name(a.name) in used]
+
+
+def _writes_type_info(info: Any) -> bool:
+    """p4c writes a (possibly empty) ``type_info`` once it has looked up a type for the
+    P4Info: for a table, an extern instance, a digest or any extern function a control calls."""
+    return bool(info.tables or info.externs or info.digests
+                or getattr(info, "calls_extern_functions", False)
+                or any(getattr(a, "calls_extern_functions", False) for a in _used_actions(info)))
 
 
 # ---------------------------------------------------------------------------- files
@@ -398,40 +422,6 @@ def read_p4info(path: str | Path) -> Any:
     else:
         text_format.Parse(Path(path).read_text(), m)
     return m
-
-
-# -------------------------------------------------------------- look-ups for servers
-class P4InfoIndex:
-    """Name/id look-ups over a P4Info message (used by the server and the client)."""
-
-    def __init__(self, p4info: Any):
-        self.p4info = p4info
-        self.tables = {t.preamble.id: t for t in p4info.tables}
-        self.actions = {a.preamble.id: a for a in p4info.actions}
-        self.counters = {c.preamble.id: c for c in p4info.counters}
-        self.direct_counters = {c.preamble.id: c for c in p4info.direct_counters}
-        self.meters = {c.preamble.id: c for c in p4info.meters}
-        self.registers = {r.preamble.id: r for r in p4info.registers}
-        self.digests = {d.preamble.id: d for d in p4info.digests}
-        self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
-        self._by_name: dict[tuple[str, str], Any] = {}
-        for kind, objs in (("table", p4info.tables), ("action", p4info.actions),
-                           ("counter", p4info.counters), ("direct_counter", p4info.direct_counters),
-                           ("meter", p4info.meters), ("register", p4info.registers),
-                           ("digest", p4info.digests),
-                           ("controller_packet_metadata", p4info.controller_packet_metadata)):
-            for o in objs:
-                self._by_name[(kind, o.preamble.name)] = o
-                self._by_name.setdefault((kind, o.preamble.alias), o)
-
-    def get(self, kind: str, name: str) -> Any:
-        o = self._by_name.get((kind, name))
-        if o is None:
-            raise KeyError(f"no {kind} named {name!r} in the P4Info")
-        return o
-
-    def id(self, kind: str, name: str) -> int:
-        return self.get(kind, name).preamble.id
 
 
 def p4info_to_json_dict(p4info: Any) -> dict:

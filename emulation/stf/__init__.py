@@ -1,4 +1,2 @@
-"""p4c's STF test format on the embedded v1model target (``saatp p4 stf``)."""
-from .parser import StfError, parse_stf
-
-__all__ = ["StfError", "parse_stf"]
+"""p4c's STF test format on the embedded v1model target (``saatp p4 stf``): ``parser`` reads a
+test file into commands, ``runner`` runs them against a switch."""

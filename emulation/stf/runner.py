@@ -38,7 +38,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from emulation.v1model.match import Exact, Lpm, Optional_, Range, Ternary
+from emulation.p4.errors import P4Error
+from emulation.v1model.load import load_switch
+from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
 
 from .parser import (Add, Command, CounterRead, CounterReset, CounterWrite, Expect, Masked,
                      McGroupCreate, McGroupDestroy, McNodeAssociate, McNodeCreate,
@@ -149,7 +151,7 @@ def _prefix_len_of_mask(m: int, w: int) -> int | None:
 
 
 def to_match_spec(key: Any, mv: Any) -> Any:
-    """Convert a parsed STF match value to a ``emulation.v1model.match`` spec for ``key``."""
+    """Convert a parsed STF match value to a ``host_agent.match`` spec for ``key``."""
     kind, w, name = key.match_kind, key.width, key.name
     full = (1 << w) - 1
     what = f"key {name}"
@@ -561,16 +563,15 @@ def run_stf_text(sw: Any, text: str, filename: str = "<stf>",
 
 
 def run_stf(program_path: str, stf_path: str, include_dirs: Sequence[str] = (),
-            log: Callable[[str], None] | None = None) -> StfResult:
+            log: Callable[[str], None] | None = None, *, allow_target_extensions: bool = False) -> StfResult:
     """Compile ``program_path``, run the STF file on a fresh switch.
 
     Raises ``P4Error`` (program), :class:`StfError` (test file) or ``OSError``.
     """
-    from emulation.v1model.switch import Switch
     with open(stf_path) as f:
         text = f.read()
     parse_stf(text, stf_path)            # report STF syntax errors before compiling
-    sw = Switch.from_file(program_path, include_dirs=list(include_dirs))
+    sw = load_switch(program_path, include_dirs=list(include_dirs), allow_target_extensions=allow_target_extensions)
     return run_stf_text(sw, text, stf_path, log)
 
 
@@ -597,17 +598,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("stf")
     ap.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--allow-target-extensions", action="store_true",
+                    help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
     try:
         args = ap.parse_args(list(argv) if argv is not None else None)
     except SystemExit as e:       # --help (0) or a usage error (2)
         return 0 if not e.code else 2
     log = print if args.verbose else None
     try:
-        from emulation.p4.errors import P4Error
-    except ImportError:  # pragma: no cover
-        P4Error = RuntimeError  # type: ignore[misc,assignment]
-    try:
-        res = run_stf(args.program, args.stf, args.include, log=log)
+        res = run_stf(args.program, args.stf, args.include, log=log,
+                      allow_target_extensions=args.allow_target_extensions)
     except StfError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,7 +1,7 @@
 """The v1model architecture for the code generator, and the compiled-program object.
 
-``compile_file``/``compile_source`` run the whole front end (preprocess -> parse -> AST ->
-type check + code generation) and return a :class:`Program`.  Its
+``compile_ast`` type-checks and lowers a front-end syntax tree with :class:`V1Hooks` and
+returns a :class:`Program` (:mod:`emulation.v1model.load` reads and parses the file).  Its
 :meth:`Program.instantiate` builds one :class:`Datapath` (tables, externs, the six
 blocks of ``V1Switch``) around a :class:`~emulation.v1model.runtime.Runtime`; the switch
 (``switch.py``) drives a datapath packet by packet.
@@ -12,19 +12,20 @@ v1model's externs are lowered here (:class:`V1Hooks`), following BMv2's
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-from emulation.p4 import ast as A
+from emulation.p4 import nodes as A
 from emulation.p4 import pyrt
-from emulation.p4.compiler import ArchHooks, Compiler, InstSym, Out, Scope
-from emulation.p4.errors import Loc, P4Error, P4Unsupported
+from emulation.p4.compiler.core import Compiler
+from emulation.p4.compiler.hooks import ArchHooks, InstSym, Out, Scope
+from emulation.p4.errors import P4Error, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
 from emulation.p4.types import (AnyT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit)
 
+from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
 from . import externs as X
-from .match import Exact, Lpm, Optional_, Range, Ternary
+from .hashes import concat_fields
 from .tables import ActionInfo, KeyInfo, Table
 
 V1SWITCH_PARAMS = ("p", "vr", "ig", "eg", "ck", "dep")
@@ -101,6 +102,21 @@ class V1Hooks(ArchHooks):
             raise P4Unsupported(f"extern {kind} is not supported by the embedded v1model target", loc)
         out(f"REG.externs[{full!r}] = {py}")
 
+    # ------------------------------------------------------------ vectorised lanes
+    def lane_array(self, ety: ExternT, method: str):
+        if ety.decl.name != "register" or method not in ("read", "write"):
+            return None
+        t = ety.args[0] if ety.args else AnyT()
+        size = getattr(ety, "size", None)
+        if not isinstance(t, Bits) or size is None:
+            return None
+        # read(out T result, in I index); write(in I index, in T value)
+        return ("read", 1, 0, t, size) if method == "read" else ("write", 0, 1, t, size)
+
+    def lane_bank_lines(self, comp: Compiler, bank: str, insts: list[str]) -> list[str]:
+        # the registers' cells become rows of the bank; the generated code's aliases follow
+        return [f"{bank} = X.bank_registers(({', '.join(insts)},))"] + [f"{py}_c = {py}.cells" for py in insts]
+
     # ------------------------------------------------------------ methods
     def _args(self, comp, call, n, what):
         if len(call.args) != n:
@@ -131,7 +147,10 @@ class V1Hooks(ArchHooks):
                 # in bounds: the cell; out of bounds: BMv2 leaves the destination as it was (logged)
                 lo = f"0 <= {i} < " if isinstance(it, Bits) and it.signed else f"{i} < "
                 size = getattr(ety, "size", None) or f"{oc}.size"
-                for s in assign(f"({oc}_c[{i}] if {lo}{size} else {oc}.read({i}, {rc}))"):
+                cell = f"{oc}_c[{i}]"
+                if comp.vectorize and isinstance(t, Bits) and t.width <= 32:
+                    cell = f"int({cell})"     # the cells may be a row of a numpy register bank
+                for s in assign(f"({cell} if {lo}{size} else {oc}.read({i}, {rc}))"):
                     out(s)
                 return None
             if method == "write":
@@ -473,11 +492,6 @@ class V1Hooks(ArchHooks):
         raise P4Unsupported(f"extern function {name} is not supported by the embedded v1model target", call.loc)
 
 
-def _concat_fields(pairs) -> bytes:
-    from .hashes import concat_fields
-    return concat_fields(pairs)
-
-
 def _lookahead_hdr(pkt: pyrt.PacketIn, cls):
     h = cls()
     nb = cls._NB
@@ -509,7 +523,7 @@ class Program:
             "X": X, "Table": Table, "KeyInfo": KeyInfo, "ActionInfo": ActionInfo, "Exact": Exact, "Lpm": Lpm,
             "Ternary": Ternary, "Range": Range, "Optional_": Optional_, "Stack": pyrt.Stack,
             "ParserReject": pyrt.ParserReject, "P4Exit": pyrt.P4Exit, "_rt": pyrt, "DirectMeter": DirectMeter,
-            "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen", "_concat_fields": _concat_fields,
+            "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen", "_concat_fields": concat_fields,
         }
         code = compile(source, f"<p4:{os.path.basename(filename)}>", "exec")
         exec(code, ns)
@@ -625,8 +639,10 @@ def _field_lists(meta: StructT, adhoc: dict) -> dict[int, list[tuple]]:
     return out
 
 
-def compile_ast(prog: A.Program, filename: str) -> Program:
-    comp = Compiler(prog, V1Hooks(), filename)
+def compile_ast(prog: A.Program, filename: str, vectorize: Optional[bool] = None) -> Program:
+    """Lower a parsed program; ``vectorize`` switches the vectorised lanes (None: the
+    ``SAATP_P4_VECTORIZE`` environment variable, on by default)."""
+    comp = Compiler(prog, V1Hooks(), filename, vectorize=vectorize)
     try:
         return _compile_ast(comp, prog, filename)
     except (P4Error, RecursionError):
@@ -657,27 +673,3 @@ def _compile_ast(comp: Compiler, prog: A.Program, filename: str) -> Program:
     return Program(source, comp.info, blocks, _field_lists(mtype, getattr(comp, "adhoc_field_lists", {})),
                    htype.cls, mtype.cls, smtype.cls,
                    comp.errors_list, filename)
-
-
-def parse_program(text: str, filename: str, include_dirs: Sequence[str] = (),
-                  defines: Optional[dict] = None) -> A.Program:
-    from emulation.p4.frontend import parse_source
-    return parse_source(text, filename, include_dirs, defines)
-
-
-def compile_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
-                   defines: Optional[dict] = None) -> Program:
-    return compile_ast(parse_program(text, filename, include_dirs, defines), filename)
-
-
-def compile_file(path: Any, include_dirs: Sequence[str] = (), defines: Optional[dict] = None) -> Program:
-    path = os.fspath(path)
-    raw = Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise P4Error(f"not a P4 source file: invalid UTF-8 byte {raw[e.start]:#04x}",
-                      Loc(path, line, col)) from None
-    return compile_source(text, path, include_dirs, defines)

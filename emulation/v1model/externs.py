@@ -9,7 +9,9 @@ packet's *ingress* length.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
+
+import numpy as np
 
 
 class PacketLength:
@@ -79,7 +81,7 @@ class Register:
     def read(self, index: int, current: int) -> int:
         """Value at ``index``; out of bounds, BMv2 leaves the destination as it was."""
         if 0 <= index < self.size:
-            return self.cells[index]
+            return int(self.cells[index])
         if self._log:
             self._log(f"register {self.name}: read index {index} out of bounds (size {self.size})")
         return current
@@ -94,7 +96,7 @@ class Register:
     def get(self, index: int) -> int:
         if not 0 <= index < self.size:
             raise IndexError(f"register {self.name}: index {index} out of range 0..{self.size - 1}")
-        return self.cells[index]
+        return int(self.cells[index])
 
     def set(self, index: int, value: int) -> None:
         if not 0 <= index < self.size:
@@ -109,8 +111,22 @@ class Register:
         self.cells[index] = value
 
     def reset(self) -> None:
-        # in place: the generated code holds a reference to this list
+        # in place: the generated code holds a reference to this list (or bank row)
         self.cells[:] = [0] * self.size
+
+
+def bank_registers(regs: Sequence[Register]) -> np.ndarray:
+    """A register bank for vectorised lanes: a (len(regs), size) int64 array whose row k
+    becomes ``regs[k].cells`` (current contents kept), so scalar code, vector code and the
+    control plane see the same cells.  The registers must share size and cell type, W <= 32."""
+    size, width, signed = regs[0].size, regs[0].width, regs[0].signed
+    if width > 32 or any((r.size, r.width, r.signed) != (size, width, signed) for r in regs):
+        raise ValueError("a register bank needs registers of one size and one cell type of at most 32 bits")
+    bank = np.zeros((len(regs), size), dtype=np.int64)
+    for k, r in enumerate(regs):
+        bank[k] = r.cells
+        r.cells = bank[k]
+    return bank
 
 
 @dataclass

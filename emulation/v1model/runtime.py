@@ -9,7 +9,9 @@ from __future__ import annotations
 import random as _random
 from typing import Any, Sequence
 
+from .errors import P4AssertionError
 from .externs import PacketLength
+from .hashes import HASHES
 
 
 class Runtime:
@@ -61,7 +63,6 @@ class Runtime:
         self.log_fn(f"log_msg: {msg}")
 
     def assert_fail(self, what: str, where: str) -> None:
-        from .switch import P4AssertionError
         raise P4AssertionError(f"{where}: {what} failed")
 
     # -- hashes and checksums ---------------------------------------------------
@@ -70,7 +71,6 @@ class Runtime:
 
     def _make_hash_fns(self) -> dict:
         """Algorithm name -> function(bytes) -> int; the generated code indexes this directly."""
-        from .hashes import HASHES
         fns = {}
         for name, fn in HASHES.items():
             if name.endswith("_custom"):

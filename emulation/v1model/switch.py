@@ -18,18 +18,16 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from .externs import PRE, Counter, MeterConfig
-from .match import MatchSpec
+from host_agent.match import MatchSpec
+
+from .externs import PRE, Counter, Meter, MeterConfig, Register, ValueSet
+from .runtime import Runtime
 from .tables import Table, TableEntry
 
 # instance_type values (BMv2 simple_switch.h)
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
 
 MAX_PASSES = 64  # guard against resubmit/recirculate loops (BMv2 has none; we refuse to spin forever)
-
-
-class P4AssertionError(RuntimeError):
-    """An ``assert``/``assume`` in the program failed (BMv2 aborts the process)."""
 
 
 @dataclass(slots=True)
@@ -55,12 +53,15 @@ def _resolve(names: Iterable[str], name: str, what: str) -> str:
 
 
 class Switch:
-    """A v1model switch running one compiled P4 program."""
+    """A v1model switch running one compiled P4 program (an :class:`~emulation.v1model.arch.Program`;
+    :mod:`emulation.v1model.load` compiles files and source text)."""
 
     def __init__(self, program: Any, *, cpu_port: int | None = None, drop_port: int = 511,
                  log: Callable[[str], None] | None = None, clock: Callable[[], float] | None = None,
                  seed: int | None = None):
-        from .runtime import Runtime
+        if not hasattr(program, "instantiate"):
+            raise TypeError(f"Switch takes a compiled program, not {type(program).__name__}; "
+                            f"use emulation.v1model.load.load_switch(path) to compile a file")
         self.cpu_port = cpu_port
         self.drop_port = drop_port
         self.log = log
@@ -70,25 +71,12 @@ class Switch:
         self.digests: list[tuple[str, int, dict[str, int]]] = []
         self.port_stats: dict[int, list[int]] = {}
         self.rt = Runtime(self, seed=seed)
-        if isinstance(program, (str, bytes)) or hasattr(program, "__fspath__"):
-            program = compile_file(program)
         self.program = program
         self.dp = program.instantiate(self.rt)
         self.tables: dict[str, Table] = self.dp.tables
         self._uses_plen = getattr(program, "uses_packet_length", True)
         self._uses_ts = getattr(program, "uses_timestamps", True)
         self.externs: dict[str, Any] = self.dp.externs
-
-    @classmethod
-    def from_file(cls, path: str, include_dirs: Sequence[str] = (), defines: dict | None = None,
-                  **kw: Any) -> "Switch":
-        return cls(compile_file(path, include_dirs, defines), **kw)
-
-    @classmethod
-    def from_source(cls, text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
-                    **kw: Any) -> "Switch":
-        from .arch import compile_source
-        return cls(compile_source(text, filename, include_dirs), **kw)
 
     # ------------------------------------------------------------------ time
     def now_us(self) -> int:
@@ -281,7 +269,6 @@ class Switch:
         self.table(table).clear()
 
     def register(self, name: str):
-        from .externs import Register
         return self._extern(name, Register)
 
     def register_read(self, name: str, index: int) -> int:
@@ -310,7 +297,6 @@ class Switch:
         return e.packets, e.bytes
 
     def meter_configure(self, name: str, index: int, cir: float, cburst: int, pir: float, pburst: int) -> None:
-        from .externs import Meter
         self._extern(name, Meter).configure(index, MeterConfig(cir, cburst, pir, pburst))
 
     def mc_group_create(self, mgid: int) -> None:
@@ -336,17 +322,10 @@ class Switch:
 
     def value_set_add(self, name: str, value: int, mask: int | None = None) -> None:
         """Add a member to a parser value set (``mask`` None = exact)."""
-        from .externs import ValueSet
         self._extern(name, ValueSet).add(value, mask)
 
     def value_set_clear(self, name: str) -> None:
-        from .externs import ValueSet
         self._extern(name, ValueSet).clear()
 
     def mirroring_delete(self, session: int) -> None:
         self.pre.mirroring_delete(session)
-
-
-def compile_file(path: Any, include_dirs: Sequence[str] = (), defines: dict | None = None):
-    from .arch import compile_file as _cf
-    return _cf(path, include_dirs, defines)

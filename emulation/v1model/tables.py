@@ -10,13 +10,19 @@ priority wins**.  Entries of equal priority keep insertion order (earlier wins).
 The hot path is :meth:`Table.lookup`, which the generated code calls with the key
 values (a tuple, in key order) and which returns a prebuilt result tuple
 ``(action_fn, action_args, hit, action_index)`` without allocating.
+
+Idle timeouts (tables with ``support_timeout = true``): once a control plane gives the
+table a ``hit_clock`` (nanoseconds), every hit stamps the entry's ``last_hit_ns``;
+:meth:`Table.idle_entries` reports each entry idle longer than its ``idle_timeout_ns``
+once per idle period (a hit or a new timeout re-arms it).  Tables without a clock pay
+one attribute test per hit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .match import Exact, Lpm, MatchSpec, Optional_, Range, Ternary
+from host_agent.match import Exact, Lpm, MatchSpec, Optional_, Range, Ternary
 
 
 @dataclass
@@ -45,6 +51,9 @@ class TableEntry:
     priority: int | None = None
     packets: int = 0
     bytes: int = 0
+    idle_timeout_ns: int = 0        # 0: the entry never ages
+    last_hit_ns: int = 0            # hit_clock() at the last hit (or at insertion)
+    idle_notified: bool = False     # reported idle since its last hit
     # normalised per-key (value, mask) / (lo, hi) used by ternary/range matching
     _checks: tuple = field(default=(), repr=False)
     _result: tuple = field(default=(), repr=False)
@@ -98,6 +107,7 @@ class Table:
         self._lpm_order: list[int] = []
         self._list: list[TableEntry] = []
         self._single = len(self.keys) == 1
+        self.hit_clock: Callable[[], int] | None = None   # ns; set to track hits (idle timeouts)
         self.default_entry: TableEntry
         if default_action is None:
             default_action = ("NoAction", ())
@@ -119,6 +129,9 @@ class Table:
             e = self._lookup_list(key)
         if e is None:
             e = self.default_entry
+        elif self.hit_clock is not None:
+            e.last_hit_ns = self.hit_clock()
+            e.idle_notified = False
         if self.direct_counter is not None:
             ctr = e if e is not self.default_entry else None
             if ctr is not None:
@@ -321,6 +334,8 @@ class Table:
         e = TableEntry(h, norm, a.name, vals, priority if needs_prio else None)
         e._checks = checks
         e._result = self._result_for(a, vals, True)
+        if self.hit_clock is not None:
+            e.last_hit_ns = self.hit_clock()
         if self.kind == "exact":
             key = ekey[0] if self._single else ekey
             if key in self._exact:
@@ -399,3 +414,29 @@ class Table:
 
     def entry(self, handle: int) -> TableEntry:
         return self._entry(handle)
+
+    # ------------------------------------------------------------ idle timeouts
+    def set_idle_timeout(self, handle: int, timeout_ns: int) -> None:
+        """Give an entry an idle timeout (0: never ages) counted from its last hit (or
+        insertion); an entry already reported idle may be reported again."""
+        if timeout_ns < 0:
+            raise TableError(f"table {self.name}: idle timeout {timeout_ns} ns is negative")
+        if timeout_ns and self.hit_clock is None:
+            raise TableError(f"table {self.name}: does not track hits (no support_timeout)")
+        e = self._entry(handle)
+        e.idle_timeout_ns = int(timeout_ns)
+        e.idle_notified = False
+
+    def idle_entries(self, now_ns: int) -> list[TableEntry]:
+        """Entries idle for at least their timeout and not yet reported; marks them reported."""
+        out = []
+        for e in self._entries.values():
+            t = e.idle_timeout_ns
+            if t and not e.idle_notified and now_ns - e.last_hit_ns >= t:
+                e.idle_notified = True
+                out.append(e)
+        return out
+
+    def shortest_idle_timeout_ns(self) -> int:
+        """The smallest non-zero idle timeout of the entries (0 if none ages)."""
+        return min((e.idle_timeout_ns for e in self._entries.values() if e.idle_timeout_ns), default=0)

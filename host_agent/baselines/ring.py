@@ -22,6 +22,7 @@ import numpy as np
 from .. import wire
 from ..clock import EventLoop
 from ..quantize import sat_add
+from ..rtt import RttEstimator
 
 
 class RingWorker:
@@ -47,10 +48,7 @@ class RingWorker:
         self.resent = 0
         self.on_done = None
         self.early: list[bytes] = []      # packets of the next iteration, kept until start()
-        self.srtt: float | None = None
-        self.rttvar = 0.0
-        self.boost = 0.0
-        self.min_rto = rto
+        self.rtt = RttEstimator(rto, 16 * rto)
 
     # ----------------------------------------------------------------- api
     def start(self, it: int, q: np.ndarray, f: int = 0, on_done=None) -> None:
@@ -127,8 +125,7 @@ class RingWorker:
 
     def _rto(self) -> float:
         # RFC 6298 with Karn's rule and a kept back-off, as the SA-ATP worker does
-        base = self.min_rto if self.srtt is None else self.srtt + 4 * self.rttvar
-        return min(16 * self.min_rto, max(self.min_rto, base, self.boost))
+        return self.rtt.rto
 
     def _on_rto(self, it: int, t: int, c: int, rto: float) -> None:
         if it != self.it or (t, c) not in self.unacked:
@@ -136,9 +133,9 @@ class RingWorker:
         b, _ = self.unacked[(t, c)]
         self.resent += 1
         self.retried.add((t, c))
-        self.boost = min(16 * self.min_rto, 2 * rto)
+        self.rtt.back_off(2 * rto)
         self.send_to((self.wid + 1) % self.n, b)
-        nxt = min(16 * self.min_rto, 2 * rto)
+        nxt = min(self.rtt.max_rto, 2 * rto)
         self.unacked[(t, c)] = (b, self.loop.call_later(nxt, self._on_rto, it, t, c, nxt))
 
     def _ack(self, t: int, c: int) -> None:
@@ -185,13 +182,7 @@ class RingWorker:
                 if ent is not None:
                     ent[1].cancel()
                     if key not in self.retried:
-                        r = self.loop.now() - self.sent_at[key]
-                        self.boost = 0.0
-                        if self.srtt is None:
-                            self.srtt, self.rttvar = r, r / 2
-                        else:
-                            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - r)
-                            self.srtt = 0.875 * self.srtt + 0.125 * r
+                        self.rtt.sample(self.loop.now() - self.sent_at[key])
                 bm ^= low
             self._pump()
             return

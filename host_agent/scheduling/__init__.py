@@ -7,5 +7,10 @@
   data-parallel synchronisation times.
 * :mod:`host_agent.scheduling.umpipe` -- UMPIPE: DGAP / TiDGAP and its baselines
   (``saatp plan umpipe``).
+* :mod:`host_agent.scheduling.orders` -- per-stage op orders (fill-drain, 1F1B family) for
+  unequal-microbatch plans: event simulation, predicted time, stashed-memory peak.
+* :mod:`host_agent.scheduling.pipeline` -- the runtime that executes such plans, one process
+  per stage over torch.distributed; ``train`` holds ``saatp train pipeline``.
+* :mod:`host_agent.scheduling.profile` -- measured cost models (``saatp profile``).
 * ``online`` (Lyapunov joint DP+MP planner) and ``cgp`` (cooperative grouping) live beside.
 """

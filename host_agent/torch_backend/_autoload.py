@@ -22,9 +22,9 @@ def _debug(msg: str) -> None:
 
 def _register_quietly() -> bool:
     try:
-        from host_agent.torch_backend import register_now
+        from .process_group import register  # imports torch.distributed: only once it is there
 
-        ok = register_now()
+        ok = register()
         _debug(f"registered backend 'saatp': {ok}")
         return ok
     except Exception as e:  # noqa: BLE001 - must never break the importer

@@ -148,6 +148,7 @@ _FIELDS = (
     ("chunk_size", "SAATP_CHUNK", _env_int, 64),
     ("window", "SAATP_WINDOW", _env_int, 32),
     ("straggler_ms", "SAATP_STRAGGLER_MS", _env_float, 50.0),
+    ("lanes", "SAATP_LANES", _env_int, 2),
     ("quant_frac_bits", "SAATP_QUANT_BITS", _env_int, None),
     ("switch", "SAATP_SWITCH", _env_str, None),
     ("job_id", "SAATP_JOB_ID", _env_int, None),
@@ -160,11 +161,14 @@ _FIELDS = (
 class SAATPOptions:
     """Backend options (``None`` = take the environment variable, else the default).
 
-    engine           SAATP_ENGINE        ``auto`` (switch if ``host_agent.sa_atp_engine`` is
-                                         importable, else ring), ``ring`` or ``switch``
+    engine           SAATP_ENGINE        ``auto`` (switch if the ``saatp-switch`` command and the
+                                         switch program are installed, else ring), ``ring`` or
+                                         ``switch``
     chunk_size       SAATP_CHUNK         K: elements per SA-ATP chunk / packet (default 64)
     window           SAATP_WINDOW        P: switch slots per job = chunks in flight per worker (32)
     straggler_ms     SAATP_STRAGGLER_MS  T_s: straggler threshold in milliseconds (50)
+    lanes            SAATP_LANES         switch engine: allreduces in flight at once, each on a job
+                                         (id, 2 x window slots) of its own (2)
     quant_frac_bits  SAATP_QUANT_BITS    fixed-point fractional bits for int32 quantization;
                                          None = the engine chooses per tensor from max |x|
     switch           SAATP_SWITCH        a running switch (:func:`parse_switch_spec`):
@@ -180,6 +184,7 @@ class SAATPOptions:
     chunk_size: int | None = None
     window: int | None = None
     straggler_ms: float | None = None
+    lanes: int | None = None
     quant_frac_bits: int | None = None
     switch: str | None = None
     job_id: int | None = None
@@ -205,6 +210,8 @@ class SAATPOptions:
             raise ValueError(f"saatp: chunk_size (K) must be a positive power of two, got {self.chunk_size!r}")
         if not isinstance(self.window, int) or self.window <= 0:
             raise ValueError(f"saatp: window must be a positive integer, got {self.window!r}")
+        if not isinstance(self.lanes, int) or not 1 <= self.lanes <= 16:
+            raise ValueError(f"saatp: lanes must be an integer in 1..16, got {self.lanes!r}")
         if not (self.straggler_ms > 0):
             raise ValueError(f"saatp: straggler_ms must be > 0, got {self.straggler_ms!r}")
         if self.quant_frac_bits is not None and not (0 <= self.quant_frac_bits <= 30):
@@ -230,3 +237,30 @@ def resolve(options) -> SAATPOptions:
     raise TypeError(
         f"saatp: pg_options must be a host_agent.torch_backend.SAATPOptions or a dict, got {type(options).__name__}"
     )
+
+
+def engine_options(ctx) -> dict:
+    """The switch engine's settings from a resolved :class:`SAATPOptions` on ``ctx.options``."""
+    o = ctx.options
+    return dict(k=int(getattr(o, "chunk_size", 64) or 64), window=int(getattr(o, "window", 32) or 32),
+                lanes=int(getattr(o, "lanes", 2) or 2),
+                t_s=float(getattr(o, "straggler_ms", 50.0) or 50.0) / 1000.0,
+                frac_bits=getattr(o, "quant_frac_bits", None),
+                extra=dict(getattr(o, "extra", {}) or {}))
+
+
+def given_switch(ctx, max_workers: int) -> SwitchSpec | None:
+    """The parsed ``SAATP_SWITCH`` (``options.switch``), checked against the group; None if not given."""
+    text = getattr(ctx.options, "switch", None)
+    if not text:
+        return None
+    spec = parse_switch_spec(text)
+    if spec.ports is None:
+        raise ValueError(f"saatp: SAATP_SWITCH={text!r} gives no ports=: the switch engine needs each rank's "
+                         f"UDP tunnel to the switch; syntax: {SWITCH_SYNTAX}")
+    if len(spec.ports) != ctx.world_size:
+        raise ValueError(f"saatp: SAATP_SWITCH ports= lists {len(spec.ports)} tunnel(s) but the group has "
+                         f"{ctx.world_size} ranks (one entry per rank, in rank order)")
+    if not 1 <= ctx.world_size <= max_workers:
+        raise ValueError(f"saatp switch engine: 1..{max_workers} ranks per job, got {ctx.world_size}")
+    return spec

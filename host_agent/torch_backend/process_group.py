@@ -21,13 +21,16 @@ import queue
 import sys
 import threading
 import time
+from concurrent.futures import Future
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
-from . import engines as _eng
+from .engine_choice import choose_engine
+from .engines import AllreduceEngine
+from .ring_engine import ring_allreduce
 from .options import SAATPOptions, resolve
 from .transport import CommError, Mesh
 
@@ -131,6 +134,19 @@ class SAATPWork(c10d.Work):
         return f"<SAATPWork {self.opname} #{self.seq} {state}>"
 
 
+def _then(fut: Future, fn) -> Future:
+    """A future completed with ``fn(fut.result())`` (or ``fut``'s error, or ``fn``'s)."""
+    out: Future = Future()
+
+    def done(f: Future) -> None:
+        try:
+            out.set_result(fn(f.result()))
+        except BaseException as e:  # noqa: BLE001 - handed on to whoever waits
+            out.set_exception(e)
+    fut.add_done_callback(done)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # tensor <-> bytes helpers
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +207,17 @@ def _reduce_kind(opts, opname: str):
 # ---------------------------------------------------------------------------------------------
 # Process group
 # ---------------------------------------------------------------------------------------------
+def _hold_group_name(pg: c10d.ProcessGroup, rank: int, size: int) -> None:
+    """torch keeps a group's name and description on the group's per-device backends
+    (``ProcessGroup::setGroupName`` sets them there, ``getGroupName`` reads the first one), so a
+    ProcessGroup without a backend has no name: ``group_name``, ``destroy_process_group(g)``,
+    functional collectives and ``DeviceMesh`` fail with "ProcessGroup name not set". Register a
+    placeholder backend for the CPU that only carries the name: every collective is a method of
+    this class (``test_every_collective_is_ours`` checks that none falls through to it)."""
+    holder = c10d.FakeProcessGroup._create_internal(rank, size)
+    pg._register_backend(torch.device("cpu"), c10d.ProcessGroup.BackendType.CUSTOM, holder)
+
+
 class ProcessGroupSAATP(c10d.ProcessGroup):
     """See the module docstring. Create it through ``init_process_group("saatp", ...)`` or
     ``new_group(backend="saatp")``; direct construction takes the same arguments as the creator."""
@@ -199,6 +226,9 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
                  options: SAATPOptions | dict | None = None, group_name: str = "",
                  global_ranks: list[int] | None = None):
         super().__init__(rank, size)
+        _hold_group_name(self, rank, size)
+        if group_name:
+            self._set_group_name(group_name)
         self._rank, self._size = rank, size
         self._store = store
         self._timeout = timeout if isinstance(timeout, datetime.timedelta) else datetime.timedelta(minutes=30)
@@ -213,16 +243,18 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         self._closed = False
         self._tls = threading.local()  # per lane thread: deadline of the running operation
         self._switch_closer = None
-        self.engine: _eng.AllreduceEngine | None = None
+        self.engine: AllreduceEngine | None = None
         self.engine_note = ""
 
         tsec = self._timeout.total_seconds()
         self.mesh = Mesh(store, rank, size, tsec, self.options.host)
+        self.mesh.on_peer_lost = self._on_peer_lost
         try:
             self.engine = self._make_engine(tsec)
         except BaseException:
             self.mesh.close("engine set-up failed")
             raise
+        self.engine.on_failure = self._on_engine_failure
         if rank == 0 and self.options.log:
             _announce(f"saatp: group {self._gname!r} ({size} rank{'s' if size != 1 else ''}): "
                       f"allreduce engine = {self.engine.describe()}{self.engine_note}")
@@ -239,76 +271,12 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             th.start()
 
     # -- engine set-up ----------------------------------------------------------------------------
-    def _store_get(self, key: str, timeout_s: float) -> bytes:
-        self._store.wait([key], datetime.timedelta(seconds=max(timeout_s, 0.001)))
-        return self._store.get(key)
-
-    def _make_engine(self, tsec: float) -> _eng.AllreduceEngine:
-        opts = self.options
-        choice_key = "saatp/engine/choice"
-        if self._rank == 0:
-            choice, note = opts.engine, ""
-            if choice == "auto":
-                ok, why = _eng.switch_available()
-                choice = "switch" if ok else "ring"
-                note = "" if ok else f" (auto: {why.splitlines()[0] if why else 'switch engine unavailable'})"
-            elif choice == "switch":
-                ok, why = _eng.switch_available()
-                if not ok:
-                    msg = (f"saatp: engine='switch' was requested but module {_eng.SWITCH_MODULE!r} "
-                           f"is not usable: {why}")
-                    self._store.set(choice_key, ("error:" + msg).encode())
-                    raise _eng.SwitchEngineUnavailable(msg)
-            self.engine_note = note
-            job_id = opts.job_id
-            if job_id is None:
-                try:
-                    base = self._store.underlying_store
-                    job_id = (int(base.add("saatp/job_counter", 1)) - 1) % 256
-                except Exception:
-                    job_id = 0
-            self._store.set(choice_key, f"{choice}:{job_id}".encode())
-        else:
-            raw = self._store_get(choice_key, tsec).decode()
-            if raw.startswith("error:"):
-                raise _eng.SwitchEngineUnavailable(raw[len("error:"):])
-            choice, job = raw.split(":")
-            job_id = int(job)
-
-        if choice == "ring":
-            return _eng.HostRingEngine(self.mesh, self._current_deadline)
-
-        # switch engine: rendezvous the switch address, start one on the embedded target if none given
-        ctx = _eng.EngineContext(
-            rank=self._rank, world_size=self._size, timeout_s=tsec, job_id=job_id, switch_addr=opts.switch,
-            options=opts, global_ranks=self._global_ranks, host=opts.host,
-            store_set=lambda k, v: self._store.set("saatp/engine/x/" + k, v),
-            store_get=lambda k: self._store_get("saatp/engine/x/" + k, tsec),
-            deadline=self._current_deadline,
-        )
-        addr_key = "saatp/engine/switch_addr"
-        if self._rank == 0:
-            if ctx.switch_addr is None:
-                mod = _eng.load_switch_module()
-                start = getattr(mod, "start_switch", None)
-                if not callable(start):
-                    msg = (f"saatp: no switch given (SAATP_SWITCH / options.switch) and "
-                           f"{_eng.SWITCH_MODULE}.start_switch(ctx) does not exist to start one")
-                    self._store.set(addr_key, ("error:" + msg).encode())
-                    raise _eng.SwitchEngineUnavailable(msg)
-                try:
-                    addr, self._switch_closer = start(ctx)
-                except BaseException as e:
-                    self._store.set(addr_key, f"error:saatp: starting the embedded switch failed: {e}".encode())
-                    raise
-                ctx.switch_addr = str(addr)
-            self._store.set(addr_key, ctx.switch_addr.encode())
-        else:
-            raw = self._store_get(addr_key, tsec).decode()
-            if raw.startswith("error:"):
-                raise _eng.SwitchEngineUnavailable(raw[len("error:"):])
-            ctx.switch_addr = raw
-        return _eng.SwitchEngine(ctx)
+    def _make_engine(self, tsec: float) -> AllreduceEngine:
+        chosen = choose_engine(self._store, self._rank, self._size, tsec, self.options, self.mesh,
+                               self._current_deadline, self._global_ranks)
+        self.engine_note = chosen.note
+        self._switch_closer = chosen.close_switch
+        return chosen.engine
 
     # -- plumbing -----------------------------------------------------------------------------------
     def _current_deadline(self) -> float | None:
@@ -347,13 +315,26 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             deadline = time.monotonic() + tmo
             self._tls.deadline = deadline
             try:
-                fn(seq, deadline, work)
+                pending = fn(seq, deadline, work)
             except BaseException as e:  # noqa: BLE001 - every failure goes to the Work
-                exc = self._wrap(opname, seq, e, tmo)
-                # a collective that failed half-way leaves the ranks out of step: abort the group
-                self._fail(exc)
-                work._finish(exc)
+                self._finish_failed(opname, seq, work, e, tmo)
                 continue
+            if isinstance(pending, Future):  # still running in the engine: finish when it does
+                pending.add_done_callback(lambda f, a=(opname, seq, work, tmo): self._finish_later(f, *a))
+                continue
+            work._finish(None)
+
+    def _finish_failed(self, opname: str, seq: int, work: SAATPWork, e: BaseException, tmo: float) -> None:
+        exc = self._wrap(opname, seq, e, tmo)
+        # a collective that failed half-way leaves the ranks out of step: abort the group
+        self._fail(exc)
+        work._finish(exc)
+
+    def _finish_later(self, fut: Future, opname: str, seq: int, work: SAATPWork, tmo: float) -> None:
+        e = fut.exception()
+        if e is not None:
+            self._finish_failed(opname, seq, work, e, tmo)
+        else:
             work._finish(None)
 
     def _wrap(self, opname: str, seq: int, e: BaseException, tmo: float) -> BaseException:
@@ -371,12 +352,23 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         if self._broken is None:
             self._broken = exc
             # closing our connections makes every peer fail fast instead of waiting for its timeout
-            self.mesh.close(f"rank {self._rank} aborted after: {exc}")
+            self.mesh.close(f"rank {self._rank} aborted after: {exc}", failure=str(exc))
             if self.engine is not None:
                 try:
-                    self.engine.abort()
+                    self.engine.abort(str(exc))
                 except Exception:  # noqa: BLE001
                     log.debug("engine abort failed", exc_info=True)
+
+    # -- failure detection: a peer or the switch is gone -> every pending and later op fails ----------
+    def _on_peer_lost(self, peer: int, why: str, orderly: bool) -> None:
+        if orderly or self._closed:
+            return  # a peer that shut down on purpose fails only what waits for it
+        gpeer = self._global_ranks[peer] if peer < len(self._global_ranks) else peer
+        self._fail(SAATPError(f"saatp: rank {peer} (global rank {gpeer}) of group {self._gname!r} is gone: {why}"))
+
+    def _on_engine_failure(self, why: str) -> None:
+        if not self._closed:
+            self._fail(SAATPError(f"saatp: group {self._gname!r}: {why}"))
 
     def _key(self, seq: int, part: str = "") -> bytes:
         return f"c:{seq}:{part}".encode()
@@ -403,7 +395,7 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         self._closed = True
         for q in getattr(self, "_queues", {}).values():
             q.put(None)
-        self.mesh.close("process group shut down")
+        self.mesh.close("process group shut down", orderly=True)
         try:
             if self.engine is not None:
                 self.engine.close()
@@ -429,7 +421,7 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         self._check_op_dtype("allreduce", op, t.dtype)
 
         def run(seq, deadline, work):
-            self._allreduce_tensor(t, op, seq, deadline)
+            return self._allreduce_tensor(t, op, seq, deadline)
 
         return self._submit("allreduce", run, [t], opts)
 
@@ -446,12 +438,17 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
 
         def run(seq, deadline, work):
             flat = torch.cat([t.detach().reshape(-1) for t in tensors])
-            self._allreduce_tensor(flat, op, seq, deadline)
-            off = 0
-            with torch.no_grad():
-                for t in tensors:
-                    t.copy_(flat[off:off + t.numel()].reshape(t.shape))
-                    off += t.numel()
+
+            def scatter_back(_=None):
+                off = 0
+                with torch.no_grad():
+                    for t in tensors:
+                        t.copy_(flat[off:off + t.numel()].reshape(t.shape))
+                        off += t.numel()
+            pending = self._allreduce_tensor(flat, op, seq, deadline)
+            if pending is None:
+                return scatter_back()
+            return _then(pending, scatter_back)
 
         return self._submit("allreduce_coalesced", run, list(tensors), opts)
 
@@ -464,17 +461,23 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         if op in (_R.MIN, _R.MAX) and dtype.is_complex:
             raise NotImplementedError(f"saatp {opname}: {op} is undefined for complex tensors")
 
-    def _allreduce_tensor(self, t: torch.Tensor, op, seq: int, deadline: float) -> None:
+    def _allreduce_tensor(self, t: torch.Tensor, op, seq: int, deadline: float) -> Future | None:
+        """Allreduce ``t`` in place. An engine that takes work asynchronously (``submit``, the
+        switch engine's lanes) returns at once with a future; the collective thread goes on with
+        the next operation, so several allreduces (DDP's buckets) are in flight together."""
         if t.numel() == 0:
-            return
+            return None
         if t.dtype in ENGINE_DTYPES and op in (_R.SUM, _R.AVG):
             x = t.detach().reshape(-1).to(torch.float32).contiguous().numpy()
-            out = self.engine.allreduce(x, "avg" if op == _R.AVG else "sum")
-            _store_back(t, out)
-            return
+            kind = "avg" if op == _R.AVG else "sum"
+            submit = getattr(self.engine, "submit", None)
+            if submit is not None:
+                return _then(submit(x, kind, deadline), lambda out: _store_back(t, out))
+            _store_back(t, self.engine.allreduce(x, kind))
+            return None
         arr = _compute_array(t)
         ufunc = np.add if op == _R.AVG else _UFUNCS[op]
-        out = _eng.ring_allreduce(self.mesh, self._key(seq, "ar"), arr, ufunc, deadline, "allreduce")
+        out = ring_allreduce(self.mesh, self._key(seq, "ar"), arr, ufunc, deadline, "allreduce")
         if op == _R.AVG:
             out = out / self._size
         _store_back(t, out)
@@ -815,23 +818,41 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         raise NotImplementedError(
             f"saatp backend: collective '{name}' is not implemented (supported: allreduce, "
             f"allreduce_coalesced, broadcast, allgather, all_gather_into_tensor, reduce_scatter, "
-            f"reduce_scatter_tensor, reduce, gather, scatter, all_to_all, all_to_all_single, barrier, "
-            f"send, recv)")
+            f"reduce_scatter_tensor and their coalesced forms, reduce, gather, scatter, all_to_all, "
+            f"all_to_all_single, barrier, send, recv)")
 
-    def allgather_coalesced(self, *a, **k):
-        self._unsupported("allgather_coalesced")
+    # -- coalesced forms: the pieces in order on the collective lane, one Work for all -------------
+    def _coalesced(self, opname: str, works, outputs, opts=None):
+        works = list(works)
 
-    def allgather_into_tensor_coalesced(self, *a, **k):
-        self._unsupported("allgather_into_tensor_coalesced")
+        def run(seq, deadline, work):
+            for w in works:  # the lane runs in order: every piece has finished by now
+                w.wait()
+        return self._submit(opname, run, outputs, opts)
 
-    def reduce_scatter_tensor_coalesced(self, *a, **k):
-        self._unsupported("reduce_scatter_tensor_coalesced")
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        if len(output_lists) != len(input_list):
+            raise ValueError("saatp allgather_coalesced: one output list per input tensor")
+        works = [self.allgather([outs], [inp], opts) for outs, inp in zip(output_lists, input_list)]
+        return self._coalesced("allgather_coalesced", works, [t for outs in output_lists for t in outs], opts)
 
-    def all_gather_single_coalesced(self, *a, **k):
-        self._unsupported("all_gather_into_tensor_coalesced")
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        if len(outputs) != len(inputs):
+            raise ValueError("saatp all_gather_into_tensor_coalesced: as many outputs as inputs")
+        works = [self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)]
+        return self._coalesced("all_gather_into_tensor_coalesced", works, list(outputs), opts)
 
-    def reduce_scatter_single_coalesced(self, *a, **k):
-        self._unsupported("reduce_scatter_tensor_coalesced")
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        if len(outputs) != len(inputs):
+            raise ValueError("saatp reduce_scatter_tensor_coalesced: as many outputs as inputs")
+        works = [self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)]
+        return self._coalesced("reduce_scatter_tensor_coalesced", works, list(outputs), opts)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
 
     def monitored_barrier(self, *a, **k):
         self._unsupported("monitored_barrier")

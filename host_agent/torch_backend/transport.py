@@ -15,11 +15,14 @@ import collections
 import socket
 import struct
 import threading
+from typing import Callable
 import time
 
 _MAGIC = 0x5341_4154  # "SAAT"
 _HELLO = struct.Struct("!IIII")  # magic, rank, world, nonce
 _HDR = struct.Struct("!HQ")  # key length, payload length
+_BYE = b"\x00saatp/bye"  # key of the goodbye message (no collective key starts with NUL)
+_FAILED = b"\x00saatp/failed"  # key of "I give up, because ..." (payload: the reason)
 _ACK = b"SAOK"
 _MAX_PAYLOAD = 1 << 40
 
@@ -132,12 +135,15 @@ class Mesh:
         self._send_locks: dict[int, threading.Lock] = {}
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._left: set[int] = set()   # peers that said goodbye before closing
+        self._failed: dict[int, str] = {}  # peers that said why they failed before closing
+        # called (peer, why, orderly) from a reader thread when a peer's connection ends
+        self.on_peer_lost: Callable[[int, str, bool], None] | None = None
         if world > 1:
             self._connect(store, timeout_s, host)
 
     # -- set-up -------------------------------------------------------------------------------
     def _connect(self, store, timeout_s: float, host: str) -> None:
-        import datetime
         import os
 
         deadline = time.monotonic() + timeout_s
@@ -235,12 +241,29 @@ class Mesh:
                     raise ValueError(f"bad message length {plen}")
                 key = bytes(_recv_exact(sock, klen))
                 payload = _recv_exact(sock, plen)
+                if key == _BYE:
+                    self._left.add(peer)
+                    continue
+                if key == _FAILED:
+                    self._failed[peer] = bytes(payload).decode(errors="replace")
+                    continue
                 self.mailbox.put(peer, key, payload)
         except (OSError, EOFError, ValueError, struct.error) as e:
-            why = "connection closed" if isinstance(e, EOFError) else f"{type(e).__name__}: {e}"
+            orderly = peer in self._left
+            if orderly:
+                why = "it shut its process group down"
+            elif peer in self._failed:
+                why = f"it failed: {self._failed[peer]}"
+            elif isinstance(e, EOFError):
+                why = "connection closed: the process died or aborted"
+            else:
+                why = f"{type(e).__name__}: {e}"
             if self._closed:
                 why = "mesh closed locally"
             self.mailbox.peer_failed(peer, why)
+            cb = self.on_peer_lost
+            if cb is not None and not self._closed:
+                cb(peer, why, orderly)
 
     # -- data ---------------------------------------------------------------------------------
     def send(self, peer: int, key: bytes, payload, what: str = "send") -> None:
@@ -266,9 +289,18 @@ class Mesh:
         peers = [p for p in range(self.world) if p != self.rank]
         return self.mailbox.get_any(peers, key, deadline, what)
 
-    def close(self, why: str = "closed") -> None:
+    def close(self, why: str = "closed", orderly: bool = False, failure: str | None = None) -> None:
+        """Close every connection. ``orderly``: say goodbye first, so peers know this rank left on
+        purpose (shut down) and did not die; ``failure``: tell peers why this rank gives up."""
         if self._closed:
             return
+        note = (_BYE, b"") if orderly else ((_FAILED, failure.encode()) if failure else None)
+        if note is not None:
+            for peer in list(self._socks):
+                try:
+                    self.send(peer, note[0], note[1], "goodbye")
+                except CommError:
+                    pass
         self._closed = True
         self.mailbox.close(why)
         for sock in self._socks.values():

@@ -1,5 +1,5 @@
 // Parser-local variables and arithmetic in parser states: a counted loop over
-// a header stack, select on a parser variable and on a signed int<8> field.
+// a header stack, select on a parser variable and on a signed int<8> field (cast to bits).
 #include <core.p4>
 #include <v1model.p4>
 
@@ -49,8 +49,10 @@ parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     state parse_cnt {
         pkt.extract(hdr.cnt);
         remaining = hdr.cnt.n;
-        transition select(hdr.cnt.sgn) {
-            -1: negative;
+        // the int<8> field is compared as bits: BMv2 1.15.5 aborts on loading a select
+        // case written -1 on an int<8> (p4c 1.2.4.8 writes the hex string "-0x01")
+        transition select((bit<8>)hdr.cnt.sgn) {
+            0xFF: negative;
             default: loop;
         }
     }

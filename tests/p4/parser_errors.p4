@@ -1,6 +1,10 @@
 // Custom errors with verify(), lookahead<>() and advance() in the parser.
 // Parser errors do not drop: ingress routes on standard_metadata.parser_error.
 // Bytes skipped with advance() are not part of any header nor of the payload.
+// With p4c 1.2.4.8 + BMv2 1.15.5 this test FAILED without a diagnosis: the runner's record
+// holds only "Test failed", which its code prints when simple_switch exits or stalls before
+// the first packet (a program BMv2 cannot load). Not explained yet; to check on the next run
+// with BMv2's own log.
 #include <core.p4>
 #include <v1model.p4>
 

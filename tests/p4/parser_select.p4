@@ -1,5 +1,8 @@
 // select on tuples with exact values, masks (&&&), ranges (..), `_` and `default`;
-// first match wins; no match is error.NoMatch, which ingress sees (not dropped).
+// first match wins. When no case matches, P4_16 says the parser rejects with
+// error.NoMatch, but BMv2 1.15.5 with p4c 1.2.4.8 accepts: parsing ends there and
+// parser_error stays NoError (the real BMv2 sent those packets to port 1, not 2), so the
+// NoMatch branch in ingress is never taken on BMv2 nor on the embedded target.
 #include <core.p4>
 #include <v1model.p4>
 

@@ -1,6 +1,6 @@
 // Tables with const entries: range keys, ternary without priorities (earlier
 // entry wins), @priority annotations (BMv2 order: smaller number wins),
-// priority= entries (largest_priority_wins defaults to true), optional keys,
+// (priority= entries need a newer p4c: see embedded_only/), optional keys,
 // lpm const entries (longest prefix wins regardless of order), const default_action, size.
 #include <core.p4>
 #include <v1model.p4>
@@ -97,9 +97,12 @@ control MyIngress(inout headers_t hdr, inout metadata_t meta,
     table t_prio {
         key = { hdr.c.t: ternary; }
         actions = { set_prio; NoAction; }
+        // `priority=` entries need a newer p4c than 1.2.4.8 ("Table with 'const' entries
+        // cannot have priorities"): tests/p4/embedded_only/entries_priority_kw.p4 has them;
+        // here the entry that must win comes first (without priorities, the earlier wins)
         const entries = {
-            priority=10: 0x0001 &&& 0x000F: set_prio(10);
-            priority=20: 0x1001 &&& 0xF00F: set_prio(20);
+            0x1001 &&& 0xF00F: set_prio(20);
+            0x0001 &&& 0x000F: set_prio(10);
         }
         default_action = NoAction();
     }

@@ -6,8 +6,14 @@
 
 #include "core.p4"
 
+/* As p4c's v1model.p4: the version defaults to 20180101; a program asks for the newer
+ * declarations (PortId_t, typed counter/meter/register indices) with
+ * #define V1MODEL_VERSION 20200408 before #include <v1model.p4>. */
 #ifndef V1MODEL_VERSION
-#define V1MODEL_VERSION 20200408
+#define V1MODEL_VERSION 20180101
+#endif
+#if V1MODEL_VERSION != 20180101 && V1MODEL_VERSION != 20200408
+#error "unknown V1MODEL_VERSION: v1model.p4 knows 20180101 (the default) and 20200408"
 #endif
 
 match_kind {
@@ -18,13 +24,15 @@ match_kind {
 
 const bit<32> __v1model_version = V1MODEL_VERSION;
 
+#if V1MODEL_VERSION >= 20200408
 typedef bit<9> PortId_t;
+#endif
 
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
-    PortId_t ingress_port;
-    PortId_t egress_spec;
-    PortId_t egress_port;
+    bit<9> ingress_port;
+    bit<9> egress_spec;
+    bit<9> egress_port;
     bit<32> instance_type;
     bit<32> packet_length;
     @alias("queueing_metadata.enq_timestamp") bit<32> enq_timestamp;

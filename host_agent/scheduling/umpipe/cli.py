@@ -173,11 +173,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--single", action="store_true", help="single chromosome ablation: backward retraces forward")
     p.add_argument("--no-seed-baselines", action="store_true",
                    help="do not put the greedy baselines' plans into DGAP's initial population")
+    p.add_argument("--profile", metavar="FILE",
+                   help="plan on a measured cost model (saatp profile) instead of a named scenario: both order "
+                        "families (fill-drain, 1F1B), memory limits enforced")
+    p.add_argument("--batch", type=int, default=None, help="with --profile: minibatch size (default: the profile's)")
+    p.add_argument("--slow", action="append", default=None, metavar="STAGE:QUOTA",
+                   help="with --profile: stage quotas to plan for (default: the profile's)")
+    p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
+                   help="with --profile: per-stage memory limit; plans that do not fit are never returned")
     p.add_argument("--json", metavar="OUT", help="write the plan and the comparison as JSON")
     p.add_argument("--plot", metavar="OUT.png", help="write a Gantt chart of the UMPIPE and GPipe plans")
 
 
+def run_profile(args: argparse.Namespace) -> int:
+    from ..pipeline.cgroups import stage_quotas
+    from ..profile import costs as profile_costs
+    from . import family
+
+    try:
+        prof = profile_costs.load(args.profile)
+        quotas = prof["stage_quotas"]
+        if args.slow:
+            base = [q for q in quotas]
+            quotas = stage_quotas(len(base), None, args.slow)
+            quotas = [q if q is not None else b for q, b in zip(quotas, base)]
+        cal = prof.get("calibration") or {}
+        B = args.batch or cal.get("B") or 64
+        costs = profile_costs.build(prof, B, quotas)
+        mm = args.mmax or 16
+        limit = [args.memory_limit * 2**20] * costs.S if args.memory_limit else None
+        fam = family.plan(costs, mmax=mm, limit=limit, seed=args.seed, pop=min(args.pop, 64),
+                          gens=min(args.gens, 80), dual_check=not args.single)
+    except (ValueError, OSError, KeyError) as e:
+        print(f"saatp plan umpipe: {e}", file=sys.stderr)
+        return 2
+    print(f"{prof['model']} from {args.profile}: B={B}, cuts {costs.info['cuts']}, quotas {quotas}, "
+          f"calibrated={costs.info['calibrated']}" + (f", memory limit {args.memory_limit:g} MB/stage" if limit else ""))
+    print(f"{'plan':28s} {'predicted ms':>12s} {'peak MB':>9s} fits  microbatches per stage")
+    rows = [fam.best, fam.fill_drain, fam.one_f_one_b, fam.gpipe_best, fam.f1b_best]
+    names = ["UMPIPE (best of family)", "UMPIPE fill-drain", "UMPIPE 1F1B", "GPipe best M", "1F1B best M"]
+    for n, c in zip(names, rows):
+        if c is None:
+            print(f"{n:28s} {'-':>12s} {'-':>9s}  no   (nothing fits)")
+            continue
+        mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
+        print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "
+              f"{c.method}: {c.describe()}")
+    if fam.dual_fill_drain_s is not None and fam.fill_drain is not None:
+        print(f"dual-chromosome DGAP (independent backward plan, not executable by the runtime): "
+              f"{fam.dual_fill_drain_s * 1e3:.1f} ms vs single {fam.fill_drain.predicted_s * 1e3:.1f} ms")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas, memory_limit_mb=args.memory_limit,
+                           **fam.public()), fh, indent=1)
+        print(f"wrote {args.json}")
+    return 0 if fam.best is not None else 1
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "profile", None):
+        return run_profile(args)
     if getattr(args, "list", False):
         for sc in SCENARIOS.values():
             print(f"{sc.name:18s} {sc.description}")

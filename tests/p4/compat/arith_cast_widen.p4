@@ -1,8 +1,8 @@
 #include <core.p4>
 #include <v1model.p4>
-// BMv2 (p4c-bm2-ss) evaluates (bit<16>)(h.x * 4) with h.x : bit<4> = 5 as 20,
-// i.e. the product is NOT wrapped to 4 bits before the widening cast
-// (observed in p4c's checksum-l4-bmv2 STF: l4Len = totalLen - (bit<16>)(ihl*4)).
+// (bit<16>)(h.x * 4) with h.x : bit<4> = 5: the product is a bit<4> and wraps to 4 before
+// the widening cast, as P4_16 says. p4c 1.2.4.8 + BMv2 1.15.5 give 4 (checked with the real
+// tools); an older p4c rewrote the product into an unmasked shift and BMv2 gave 20.
 header h_t { bit<4> x; bit<4> pad; bit<16> r; }
 struct H { h_t h; }
 struct M {}

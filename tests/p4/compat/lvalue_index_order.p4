@@ -1,7 +1,8 @@
 #include <core.p4>
 #include <v1model.p4>
-// h.s[h.h.i].a = f(h.h.i): the lvalue (its index) is evaluated BEFORE the right-hand
-// side, whose call changes h.h.i (BMv2/p4c: i=1 -> s[1].a = 1, then i = 0).
+// h.s[h.h.i].a = f(h.h.i), where the call sets h.h.i to 0: p4c 1.2.4.8 orders the side
+// effects so that the call and its copy-out run first and the index is read after it, so
+// BMv2 1.15.5 writes s[0].a = 1 (checked with the real tools), not s[1].a.
 header h_t { bit<8> i; }
 header e_t { bit<8> a; }
 struct H { h_t h; e_t[2] s; }

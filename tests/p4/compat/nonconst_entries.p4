@@ -1,7 +1,7 @@
 #include <core.p4>
 #include <v1model.p4>
-// non-const `entries` (P4_16 1.2.4: the control plane may add more); STF ternary with
-// an explicit &&& mask and lpm with /len
+// non-const `entries` (P4_16 1.2.4: the control plane may add more); STF ternary and lpm
+// entries written with * digits (0x2*, 0x0a01****), the forms p4c's STF runner reads
 header h_t { bit<8> k; bit<32> ip; bit<8> v; }
 struct H { h_t h; }
 struct M {}

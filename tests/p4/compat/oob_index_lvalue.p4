@@ -1,9 +1,10 @@
 #include <core.p4>
 #include <v1model.p4>
-// A run-time header-stack index that is out of range, used as an lvalue (here an
-// inout argument): BMv2/p4c ignore the access (p4c turns h[i] into an if-chain over
-// the valid indices), the packet is forwarded unchanged; the target raises
-// "header stack index 2 out of range 0..1" and drops the packet.
+// A run-time header-stack index used as an lvalue (here an inout argument). In range, the
+// element is updated. Out of range (i = 2), BMv2 1.15.5 aborts: simple_switch dies with
+// std::out_of_range (checked with p4c 1.2.4.8 + BMv2), and so does the embedded target
+// (P4RuntimeError); the STF sends only the in-range packet, since no output can be
+// expected after an abort; tests/emulation/v1model/test_bmv2_limits.py checks the abort.
 header h_t { bit<8> i; }
 header e_t { bit<8> a; }
 struct H { h_t h; e_t[2] s; }

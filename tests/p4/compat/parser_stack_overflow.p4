@@ -22,8 +22,10 @@ control I(inout H h, inout M m, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 0;
         h.r.setValid();
+        // the nested ?: is parenthesized: p4c 1.2.4.8 groups `a ? b : c ? d : e` as
+        // `(a ? b : c) ? d : e` and refuses it ("different types 'bit<8>' and 'bool'")
         h.r.err = (sm.parser_error == error.StackOutOfBounds) ? 8w3 :
-                  (sm.parser_error == error.PacketTooShort) ? 8w1 : 8w0;
+                  ((sm.parser_error == error.PacketTooShort) ? 8w1 : 8w0);
         h.r.n = (bit<8>)(h.s[0].isValid() ? 1w1 : 1w0) + (bit<8>)(h.s[1].isValid() ? 1w1 : 1w0);
     }
 }

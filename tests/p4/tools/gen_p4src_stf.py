@@ -20,10 +20,11 @@ def basic_router():
         return bytes(Ether(dst=dst, src=src) / p)
 
     L = ["# basic_router: four routes; the router's MAC is 00:00:00:00:01:00.",
-         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A000100/24 ipv4_forward(dstAddr:0x080000000111, port:1)",
-         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A000200/24 ipv4_forward(dstAddr:0x080000000222, port:2)",
-         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A000000/8 ipv4_forward(dstAddr:0x080000000333, port:3)",
-         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A000203/32 ipv4_forward(dstAddr:0x080000000444, port:4)"]
+         "# lpm prefixes as * digits (0x0A0001** = 10.0.1.0/24): the form p4c's STF runner reads.",
+         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A0001** ipv4_forward(dstAddr:0x080000000111, port:1)",
+         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A0002** ipv4_forward(dstAddr:0x080000000222, port:2)",
+         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A****** ipv4_forward(dstAddr:0x080000000333, port:3)",
+         "add ipv4_lpm hdr.ipv4.dstAddr:0x0A000203 ipv4_forward(dstAddr:0x080000000444, port:4)"]
     R = '00:00:00:00:01:00'
     H = '00:00:00:00:00:aa'
 

@@ -197,8 +197,9 @@ def parser_select():
         i = E + bits((8,a),(8,b),(16,c),(16,0)) + b'\x42'
         p = path(a, b)
         if p is None:
-            o = E + bits((8,a),(8,b),(16,0xEEEE),(16,0)) + b'\x42'
-            L += [f"# a={a:#x} b={b:#x}: no match -> NoMatch, port 2", pkt(0, i), exp(2, o)]
+            # BMv2 (p4c 1.2.4.8): no case matches -> parsing ends with NoError, res stays payload
+            L += [f"# a={a:#x} b={b:#x}: no case matches: BMv2 accepts with NoError, port 1, unchanged",
+                  pkt(0, i), exp(1, i)]
         else:
             o = E + bits((8,a),(8,b),(16,c),(8,p),(8,cpath(c))) + b'\x42'
             L += [f"# a={a:#x} b={b:#x} c={c:#x}: path {p}", pkt(0, i), exp(1, o)]
@@ -298,15 +299,16 @@ def tables_const():
 
 @prog
 def tables_cp():
-    L = ["# Control-plane entries. STF priorities: a larger number wins (the p4c STF runner converts for BMv2)."]
+    L = ["# Control-plane entries. STF priorities: a larger number wins (the p4c STF runner converts for BMv2).",
+         "# Ternary and lpm values use * digits (0x12**, 0x0A01**** = /16): the forms p4c's runner reads."]
     L += ["add t_exact hdr.t.k8:0x01 set_exact(v:0x11, port:2)",
           "add t_exact hdr.t.k8:2 set_exact(v:0x22, port:3)",
-          "add t_lpm hdr.t.addr:0x0A000000/8 set_lpm(v:0x08)",
-          "add t_lpm hdr.t.addr:0x0A010200/24 set_lpm(v:0x18)",
-          "add t_lpm hdr.t.addr:0x0A010000/16 set_lpm(v:0x10)",
-          "add t_tern 10 hdr.t.tk:0x1200&&&0xFF00 hdr.t.k8:0x01 set_tern(v:0xA0)",
-          "add t_tern 20 hdr.t.tk:0x1234&&&0xFFFF hdr.t.k8:0x01 set_tern(v:0xB0)",
-          "add t_tern 5 hdr.t.tk:0x0000&&&0x0000 hdr.t.k8:0x02 set_tern(v:0xC0)"]
+          "add t_lpm hdr.t.addr:0x0A****** set_lpm(v:0x08)",
+          "add t_lpm hdr.t.addr:0x0A0102** set_lpm(v:0x18)",
+          "add t_lpm hdr.t.addr:0x0A01**** set_lpm(v:0x10)",
+          "add t_tern 10 hdr.t.tk:0x12** hdr.t.k8:0x01 set_tern(v:0xA0)",
+          "add t_tern 20 hdr.t.tk:0x1234 hdr.t.k8:0x01 set_tern(v:0xB0)",
+          "add t_tern 5 hdr.t.tk:0x**** hdr.t.k8:0x02 set_tern(v:0xC0)"]
     def P(k8, addr, tk): return eth() + bits((8,k8),(32,addr),(16,tk),(32,0))
     def O(k8, addr, tk, re, rl, rt, fl): return eth() + bits((8,k8),(32,addr),(16,tk),(8,re),(8,rl),(8,rt),(8,fl))
     L += ["# exact hit (port 2), lpm /24, ternary: priority 20 beats 10",
@@ -322,7 +324,7 @@ def tables_cp():
     L += ["setdefault t_exact set_exact(v:0x99, port:4)",
           "# default action with data sets the port; .hit is false on a miss", pkt(0, P(5, 0x0A010203, 0x1200)),
           exp(4, O(5, 0x0A010203, 0x1200, 0x99, 0x18, 0, 0))]
-    L += ["add t_lpm hdr.t.addr:0x00000000/0 set_lpm(v:0x01)",
+    L += ["add t_lpm hdr.t.addr:0x******** set_lpm(v:0x01)",
           "# a /0 route matches everything not covered by a longer prefix: a hit, not a miss (port 4: t_exact default)",
           pkt(0, P(3, 0x0B000001, 0x1234)), exp(4, O(3, 0x0B000001, 0x1234, 0x99, 0x01, 0, 0)),
           pkt(0, P(3, 0x0A0102FF, 0x1234)), exp(4, O(3, 0x0A0102FF, 0x1234, 0x99, 0x18, 0, 0))]
@@ -643,10 +645,10 @@ def checksum_payload():
 
 @prog
 def tables_mixed_keys():
-    L = ["# lpm+exact, ternary with * nibbles, egress table on egress_port.",
-         "add t_vrf hdr.k.vrf:1 hdr.k.addr:0x0A000000/8 set_lpm(v:1)",
-         "add t_vrf hdr.k.vrf:2 hdr.k.addr:0x0A000000/16 set_lpm(v:2)",
-         "add t_vrf hdr.k.vrf:1 hdr.k.addr:0x0A010000/16 set_lpm(v:3)",
+    L = ["# lpm+exact, ternary with * nibbles, egress table on egress_port; lpm prefixes as * digits.",
+         "add t_vrf hdr.k.vrf:1 hdr.k.addr:0x0A****** set_lpm(v:1)",
+         "add t_vrf hdr.k.vrf:2 hdr.k.addr:0x0A00**** set_lpm(v:2)",
+         "add t_vrf hdr.k.vrf:1 hdr.k.addr:0x0A01**** set_lpm(v:3)",
          "add t_tern 10 hdr.k.tk:0x12** set_tern(v:0x0A)",
          "add t_tern 20 hdr.k.tk:0x**34 set_tern(v:0x0B)",
          "add MyEgress.t_eg standard_metadata.egress_port:2 set_eg(v:0x22)",

@@ -1,0 +1,255 @@
+"""Calls: argument binding by position or name, copy-in/copy-out of ``out``/``inout``
+arguments, actions, functions, methods, ``apply`` of tables and sub-blocks, extern calls
+(through the architecture hooks).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .. import nodes as A
+from ..errors import P4Error
+from ..types import (AnyT, ApplyResultT, Bits, BlockT, BoolT, ExternT, HeaderT, InfInt, StackT, StructT,
+                     TableT, TypeVarT, VoidT, is_composite)
+from .source_writer import Out
+from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
+
+
+class CallsMixin:
+    """Mixin of :class:`~emulation.p4.compiler.core.Compiler` (see the module docstring)."""
+
+    def bind_args(self, params: list, args: list, call: A.Node, what: str) -> list:
+        """Match call arguments to parameters (positional or by name); defaults fill in."""
+        if any(a.name for a in args):
+            by = {a.name: a for a in args}
+            out = []
+            for p in params:
+                a = by.pop(p.name, None)
+                if a is None:
+                    if p.default is not None:
+                        a = A.Arg(loc=call.loc, value=p.default)
+                    elif p.direction == "out" or "optional" in p.annotations:
+                        a = A.Arg(loc=call.loc, value=None)
+                    else:
+                        raise self.err(f"{what}: missing argument for parameter {p.name}", call)
+                out.append(a)
+            if by:
+                raise self.err(f"{what}: no parameter named {next(iter(by))}", call)
+            return out
+        if len(args) > len(params):
+            raise self.err(f"{what}: too many arguments: expected {len(params)}, got {len(args)}", call)
+        out = list(args)
+        for p in params[len(args):]:
+            if p.default is not None:
+                out.append(A.Arg(loc=call.loc, value=p.default))
+            elif "optional" in p.annotations:
+                out.append(A.Arg(loc=call.loc, value=None))
+            else:
+                raise self.err(f"{what}: expected {len(params)} argument(s), got {len(args)}", call)
+        return out
+
+    def gen_call_args(self, params: list, ptypes: list, args: list, scope: Scope, call: A.Node, what: str):
+        """Code for the arguments and the write-backs of scalar out/inout arguments."""
+        bound = self.bind_args(params, args, call, what)
+        codes, writebacks = [], []
+        for p, pt, a in zip(params, ptypes, bound):
+            d = p.direction
+            if a.value is None:
+                if d in ("out", "inout") and not is_composite(pt):
+                    codes.append(self.default_value(pt))
+                    writebacks.append(None)
+                    continue
+                codes.append(self.default_value(pt) if pt is not None else "None")
+                continue
+            if d in ("out", "inout"):
+                rc, rt, assign = self.lvalue(a.value, scope)
+                if isinstance(a.value, A.Path):
+                    self._lv_roots.append(rc)
+                self.check_assignable(pt, rt, a.value) if not isinstance(pt, (AnyT, TypeVarT)) else None
+                if isinstance(pt, Bits) and isinstance(rt, Bits) and pt != rt:
+                    raise self.err(f"{what}: argument for {p.name} has type {rt}, expected {pt}", a.value)
+                codes.append(rc if d == "inout" or is_composite(rt) else self.default_value(rt))
+                if not is_composite(rt):
+                    writebacks.append(assign)
+            else:
+                c, t = self.expr(a.value, scope, pt if not isinstance(pt, (AnyT, TypeVarT)) else None)
+                if pt is not None and not isinstance(pt, (AnyT, TypeVarT)):
+                    self.check_assignable(pt, t, a.value)
+                    if is_composite(t) and d == "in":
+                        pass
+                codes.append(c)
+        return codes, writebacks
+
+    def emit_call_with_outs(self, fn_code: str, codes: list, writebacks: list, out: Out, has_ret: bool,
+                            expr_ctx: bool = False) -> str:
+        call = f"{fn_code}({', '.join(codes)})"
+        wbs = [w for w in writebacks]
+        if not wbs:
+            return call
+        if expr_ctx:
+            # a call with copy-out inside an expression: wrap call + write-backs in a helper defined
+            # just before the statement being generated, so evaluation order (and ||/&& short
+            # circuits) stay as written
+            o = self._stmt_out
+            hname = self.fresh("cx")
+            roots = sorted(set(self._lv_roots))
+            with o.block(f"def {hname}():"):
+                if roots:
+                    o(f"nonlocal {', '.join(roots)}")
+                r = self.emit_call_with_outs(fn_code, codes, writebacks, o, has_ret)
+                o(f"return {r}" if r is not None else "return None")
+            return f"{hname}()"
+        tmp = self.fresh("r")
+        exc = self.fresh("x")
+        # an ``exit`` inside the callee still copies its out/inout arguments back
+        out("try:")
+        out(f"    {tmp} = {call}")
+        out(f"    {exc} = None")
+        out("except P4Exit as _e:")
+        out(f"    {tmp} = {'(None,) + ' if has_ret else ''}_e.outs")
+        out(f"    {exc} = _e")
+        k = 1 if has_ret else 0
+        for w in wbs:
+            if w is not None:
+                for s in w(f"{tmp}[{k}]"):
+                    out(s)
+            k += 1
+        cur = self._cur_fn
+        if cur is not None and cur.outs:
+            # leaving this function too: carry its own out values to its caller
+            out(f"if {exc} is not None: raise P4Exit(({', '.join(cur.outs)},))")
+        else:
+            out(f"if {exc} is not None: raise P4Exit()")
+        return f"{tmp}[0]" if has_ret else None
+
+    def call(self, e: A.Call, scope: Scope, out: Optional[Out], as_expr: bool):
+        f = e.func
+        if out is None:
+            out = Out()     # expression context: calls with write-backs are refused below
+            expr_ctx = True
+        else:
+            expr_ctx = False
+        # method calls
+        if isinstance(f, A.Member):
+            name = f.name
+            # table.apply()
+            try:
+                oc, ot = self.expr(f.obj, scope)
+            except P4Error:
+                raise
+            if isinstance(ot, TableT):
+                if name != "apply":
+                    raise self.err(f"a table has no method {name}", e)
+                tsym = ot.table
+                if tsym.applied is not None and tsym.applied != e.loc:
+                    raise self.err(f"table {tsym.decl.name} is applied more than once in this control "
+                                   f"(first at {tsym.applied}); p4c refuses this for BMv2", e)
+                tsym.applied = e.loc
+                return f"{ot.table.py}()", ApplyResultT(ot.table)
+            if isinstance(ot, StructT) and ot.union and name == "isValid":
+                return "(" + " or ".join(f"{oc}.{p}._valid" for _, p, _ in ot.fields) + ")", BoolT()
+            if isinstance(ot, HeaderT):
+                if name == "isValid":
+                    return f"{oc}._valid", BoolT()
+                if name == "setValid":
+                    out(f"_h = {oc}")
+                    out("if not _h._valid: _h._zero(); _h._valid = True")
+                    self.union_siblings_invalid(f.obj, out)
+                    return None
+                if name == "setInvalid":
+                    out(f"{oc}._valid = False")
+                    return None
+                if name in ("minSizeInBits", "maxSizeInBits"):
+                    return str(ot.width), InfInt()
+                if name in ("minSizeInBytes", "maxSizeInBytes"):
+                    return str(ot.width // 8), InfInt()
+                raise self.err(f"a header has no method {name}", e)
+            if isinstance(ot, StackT):
+                if name in ("push_front", "pop_front"):
+                    if len(e.args) != 1:
+                        raise self.err(f"{name} takes one argument", e)
+                    n = self.const_int(e.args[0].value, scope, "count")
+                    out(f"{oc}.{name}({n})")
+                    return None
+                raise self.err(f"a header stack has no method {name}", e)
+            if isinstance(ot, StructT) and name in ("minSizeInBits", "minSizeInBytes"):
+                raise self.err(f"{name} on a struct is not supported", e)
+            if isinstance(ot, BlockT) and name == "apply":
+                return self.call_block_apply(oc, ot, e, scope, out)
+            if isinstance(ot, ExternT):
+                r = self.hooks.extern_method(self, oc, ot, name, e, scope, out, as_expr)
+                return r
+            raise self.err(f"{ot} has no method {name}", e)
+        if isinstance(f, A.TypeMember) and id(f) in self._direct_insts:
+            inst = self._direct_insts[id(f)]
+            return self.call_block_apply(inst.py, inst.ty, e, scope, out)
+        if isinstance(f, A.Path):
+            s = (scope.root() if f.top else scope).lookup(f.name)
+            if s is None:
+                raise self.err(f"{f.name}: undeclared identifier", f)
+            if isinstance(s, ActionSym):
+                if getattr(getattr(self, "_cur_fn", None), "kind", None) == "control":
+                    self.info.actions_called_from_apply.add(s.full)
+                params = s.decl.params
+                ptypes = [self.resolve_type(p.type, scope) for p in params]
+                codes, wbs = self.gen_call_args(params, ptypes, e.args, scope, e, f"action {f.name}")
+                r = self.emit_call_with_outs(s.py, codes, wbs, out, False)
+                if r is not None:
+                    out(r)
+                return None
+            if isinstance(s, FuncSym):
+                self.ensure_function(s, scope)
+                params = s.decl.params
+                codes, wbs = self.gen_call_args(params, [t for _, _, t in s.params], e.args, scope, e,
+                                                f"function {f.name}")
+                has_ret = not isinstance(s.ret, VoidT)
+                r = self.emit_call_with_outs(s.py, codes, wbs, out if not expr_ctx else None, has_ret, expr_ctx)
+                if has_ret:
+                    return r, s.ret
+                if r is not None:
+                    out(r)
+                return None
+            if isinstance(s, ExternFuncSym):
+                counts = sorted({len(d.params) for d in s.decls} |
+                                {len([p for p in d.params if p.default is None and "optional" not in p.annotations])
+                                 for d in s.decls})
+                if not any(len([p for p in d.params if p.default is None and "optional" not in p.annotations])
+                           <= len(e.args) <= len(d.params) for d in s.decls):
+                    raise self.err(f"{f.name}: wrong number of arguments: got {len(e.args)}, expected "
+                                   f"{' or '.join(map(str, counts))}", e)
+                kind = getattr(getattr(self, "_cur_fn", None), "kind", None)
+                if kind == "action":
+                    self._action_calls_extern = True
+                elif kind != "parser-state":
+                    self.info.calls_extern_functions = True
+                return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
+            raise self.err(f"{f.name} is not callable", f)
+        raise self.err("this expression is not callable", e)
+
+    def union_siblings_invalid(self, hexpr: A.Expr, out: Out) -> None:
+        """After a header_union member becomes valid, the other members become invalid (spec 8.20)."""
+        if isinstance(hexpr, A.Member) and isinstance(hexpr.obj.type, StructT) and hexpr.obj.type.union:
+            u = hexpr.obj.type
+            base = self._last_obj_code.get(id(hexpr.obj))
+            if base is None:
+                return
+            for n, p, _ in u.fields:
+                if n != hexpr.name:
+                    out(f"{base}.{p}._valid = False")
+
+    def call_block_apply(self, oc: str, ot: BlockT, e: A.Call, scope: Scope, out: Out):
+        d = ot.decl
+        params = d.params
+        pscope = scope
+        if getattr(d, "type_params", None) and ot.args:
+            pscope = Scope(scope)
+            for tp, ta in zip(d.type_params, ot.args):
+                pscope.syms[tp] = TypeSym(ta)
+        ptypes = [self.resolve_type(p.type, pscope) if not self._is_arch_param(p) else AnyT() for p in params]
+        codes, wbs = self.gen_call_args(params, ptypes, e.args, scope, e, f"{d.name}.apply")
+        r = self.emit_call_with_outs(oc, codes, wbs, out, False)
+        if r is not None:
+            out(r)
+        return None
+
+    def _is_arch_param(self, p) -> bool:
+        return isinstance(p.type, A.TName) and p.type.name in ("packet_in", "packet_out")

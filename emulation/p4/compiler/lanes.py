@@ -1,0 +1,536 @@
+"""Vectorised lanes: K isomorphic statement groups become one numpy operation.
+
+Aggregation programs repeat the same statements once per *lane*: lane ``k`` reads and writes
+register array ``R_k`` at one shared index and field ``f_k`` of one header, with the same
+operations (``p4src/bench_reg64.p4``, ``p4src/saatp.p4``).  :meth:`LanesMixin.stmts_with_lanes`
+finds such runs in a statement list (same statement shapes, lanes differing only in the register
+instance and in a field name of one parent) and emits one numpy statement per lane statement
+over a *register bank* (a 2-D array whose rows back the K registers, created through
+:meth:`ArchHooks.lane_bank_lines`) and a *payload vector* (the K header fields gathered into
+an int64 array, scattered back at the end).  Anything outside the supported subset keeps the
+scalar code.
+
+Semantics are those of the scalar code: values are held canonically in int64 (``bit<W>`` in
+``[0, 2^W)``, ``int<W>`` sign-extended), every operation wraps like the scalar code, and the
+vector path runs only when the shared register index is in bounds; otherwise the scalar
+statements run (BMv2: an out-of-bounds read leaves the destination unchanged, so lanes would
+depend on each other).  After the group the scalar locals hold lane K-1's values, as they
+would after the scalar code.  Switch: ``SAATP_P4_VECTORIZE=0`` (or ``Compiler(vectorize=False)``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any, Optional
+
+from .. import nodes as A
+from ..types import Bits, HeaderT, InfInt, StructT
+from .source_writer import Out
+from .symbols import InstSym, Var
+
+MIN_LANES = 4          # fewer lanes are not worth a numpy call
+MAX_PERIOD = 12        # statements per lane that the detector tries
+MAX_WIDTH = 32         # lane values up to bit<32>/int<32> (int64 arithmetic stays exact)
+_REDUCE = {"|": "np.bitwise_or", "&": "np.bitwise_and", "^": "np.bitwise_xor"}
+
+
+def vectorize_default() -> bool:
+    """Vectorisation is on unless ``SAATP_P4_VECTORIZE`` is ``0``/``false``/``no``/``off``."""
+    return os.environ.get("SAATP_P4_VECTORIZE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class _NoLanes(Exception):
+    """The candidate group is outside the vectorisable subset: keep the scalar code."""
+
+
+def _chain(e: Any) -> Optional[str]:
+    if isinstance(e, A.Path):
+        return ("." if e.top else "") + e.name
+    if isinstance(e, A.Member):
+        c = _chain(e.obj)
+        return None if c is None else f"{c}.{e.name}"
+    return None
+
+
+def _skeleton(x: Any, slots: list, nodes: Optional[list] = None) -> str:
+    """A key for the shape of ``x`` with every name chain (``a``, ``hdr.p.v0``, a call's object)
+    replaced by a slot; the chains are appended to ``slots`` (and the nodes to ``nodes``)."""
+    if isinstance(x, A.Call) and isinstance(x.func, A.Member) and _chain(x.func.obj) is not None:
+        slots.append(_chain(x.func.obj))
+        if nodes is not None:
+            nodes.append(x.func.obj)
+        return (f"(call {x.func.name} {_skeleton(x.args, slots, nodes)} "
+                f"{_skeleton(x.type_args, slots, nodes)})")
+    if isinstance(x, (A.Path, A.Member)):
+        c = _chain(x)
+        if c is not None:
+            slots.append(c)
+            if nodes is not None:
+                nodes.append(x)
+            return "$"
+    if isinstance(x, A.Node):
+        parts = [type(x).__name__]
+        for f in dataclasses.fields(x):
+            if f.name not in ("loc", "type"):
+                parts.append(_skeleton(getattr(x, f.name), slots, nodes))
+        return "(" + " ".join(parts) + ")"
+    if isinstance(x, (list, tuple)):
+        return "[" + " ".join(_skeleton(i, slots, nodes) for i in x) + "]"
+    return repr(x)
+
+
+def _find_runs(keys: list, p: int) -> list[tuple[int, int]]:
+    """(period, lanes) of the runs of repeated windows starting at ``p``, longest first."""
+    runs = []
+    n = len(keys)
+    for period in range(1, MAX_PERIOD + 1):
+        if p + period * MIN_LANES > n:
+            break
+        w = keys[p:p + period]
+        k = 1
+        while keys[p + k * period:p + (k + 1) * period] == w:
+            k += 1
+        if k >= MIN_LANES:
+            runs.append((period, k))
+    runs.sort(key=lambda r: -r[0] * r[1])
+    return runs
+
+
+class LanesMixin:
+    """Mixin of :class:`~emulation.p4.compiler.core.Compiler` (see the module docstring)."""
+
+    def stmts_with_lanes(self, body: list, scope, out: Out, fn) -> bool:
+        """Compile ``body``, vectorising lane groups; False if vectorisation is off here (the
+        caller then compiles the statements one by one)."""
+        if not self.vectorize or self._lane_banks is None or len(body) < MIN_LANES:
+            return False
+        keys = [_skeleton(s, []) for s in body]
+        p = 0
+        while p < len(body):
+            for period, k in _find_runs(keys, p):
+                if self._lane_group(body[p:p + period * k], period, k, scope, out, fn):
+                    p += period * k
+                    break
+            else:
+                self.stmt(body[p], scope, out, fn)
+                p += 1
+        return True
+
+    # ---------------------------------------------------------------- one group
+    def _lane_group(self, group: list, period: int, k: int, scope, out: Out, fn) -> bool:
+        lanes = [group[i * period:(i + 1) * period] for i in range(k)]
+        slots, nodes = [], []
+        _skeleton(lanes[0], slots, nodes)
+        per_lane = [slots]
+        for lane in lanes[1:]:
+            s: list = []
+            _skeleton(lane, s)
+            per_lane.append(s)
+        varying = {id(nodes[j]): [pl[j] for pl in per_lane] for j in range(len(slots))
+                   if any(pl[j] != slots[j] for pl in per_lane)}
+        if not varying:
+            return False
+        saved = (self._stmt_out, self._cur_fn, self._lv_roots, self.cur_loc)
+        banks, nbank_lines = dict(self._lane_banks), len(self._lane_bank_lines)
+        ok = False
+        try:
+            self._stmt_out, self._cur_fn, self._lv_roots = Out(), fn, []
+            gen = _LaneGen(self, scope, varying, k, out.ind)
+            gen.body(lanes[0])
+            if self._stmt_out.lines:
+                raise _NoLanes("hoisted code")
+            ok = True
+        except _NoLanes as e:
+            _debug(f"lanes: {k} x {period} statements kept scalar: {e}")
+        except Exception as e:  # anything unexpected: the scalar code reports real errors
+            _debug(f"lanes: {k} x {period} statements kept scalar: {type(e).__name__}: {e}")
+        finally:
+            self._stmt_out, self._cur_fn, self._lv_roots, self.cur_loc = saved
+        if not ok:
+            self._lane_banks.clear()
+            self._lane_banks.update(banks)
+            del self._lane_bank_lines[nbank_lines:]
+            return False
+        # the scalar statements are always compiled: they type-check the group (errors are
+        # reported as without vectorisation) and run when the shared index is out of bounds
+        scalar = Out()
+        scalar.ind = out.ind + 1
+        for s in group:
+            self.stmt(s, scope, scalar, fn)
+        self._lanes_used = True
+        guard = gen.guard_lines()
+        vec = gen.lines()
+        if guard is None:
+            for line in vec:
+                out(line)
+            return True
+        pre, cond = guard
+        for line in pre:
+            out(line)
+        with out.block(f"if {cond}:"):
+            for line in vec:
+                out(line)
+        out("else:")
+        out.lines.extend(scalar.lines)
+        return True
+
+    def lane_bank(self, insts: tuple) -> tuple[str, str]:
+        """(bank variable, row selector) for the register-like instances ``insts``, making a
+        bank for them on first use; _NoLanes if some of them already belong to another bank."""
+        banks = self._lane_banks
+        rows = []
+        for b, members in banks.items():
+            if members == insts:
+                return b, ":"
+        owner = None
+        for inst in insts:
+            for b, members in banks.items():
+                if inst in members:
+                    if owner not in (None, b):
+                        raise _NoLanes("registers split over banks")
+                    owner = b
+                    rows.append(members.index(inst))
+        if owner is not None:
+            if len(rows) != len(insts):
+                raise _NoLanes("registers partly banked")
+            return owner, f"[{', '.join(map(str, rows))}]"
+        name = self.fresh("bank")
+        banks[name] = insts
+        self._lane_bank_lines.extend(self.hooks.lane_bank_lines(self, name, list(insts)))
+        return name, ":"
+
+
+class _LaneGen:
+    """Numpy code for the statements of lane 0, where ``varying`` marks the name chains that
+    change from lane to lane (id(node) -> the chain in each lane)."""
+
+    def __init__(self, comp, scope, varying: dict, k: int, ind: int):
+        self.c, self.scope, self.varying, self.k = comp, scope, varying, k
+        self.out: list[str] = []
+        self.vec_locals: dict[str, tuple[str, Bits, Var, Any]] = {}   # name -> (py, ty, var, node)
+        self.fields: dict[tuple, dict] = {}     # lane chains -> {py, ty, parent, names, dirty}
+        self.index: Optional[tuple] = None      # (node key, code, type, size)
+        self.index_py = comp.fresh("li")
+        self.assigned_chains: set[str] = set()
+        self.read_chains: set[str] = set()
+        self.reductions: list[tuple[str, list[str]]] = []
+        self.reduction_targets: set[str] = set()
+        self.parent_chains: set[str] = set()     # objects holding lane fields (not read as values)
+
+    # ------------------------------------------------------------ output
+    def guard_lines(self):
+        if self.index is None:
+            return None
+        _, code, ty, size = self.index
+        lo = f"0 <= {self.index_py} < " if ty.signed else f"{self.index_py} < "
+        return [f"{self.index_py} = {code}"], f"{lo}{size}"
+
+    def lines(self) -> list[str]:
+        tail = []
+        for f in self.fields.values():
+            if f["dirty"]:
+                targets = ", ".join(f"{f['parent']}.{n}" for n in f["names"])
+                tail.append(f"{targets}, = {f['py']}.tolist()")
+        for name, (py, ty, var, node) in self.vec_locals.items():
+            _, _, assign = self.c.lvalue(node, self.scope)
+            tail.extend(assign(f"int({py}[-1])"))
+        return self.out + tail
+
+    # ------------------------------------------------------------ checks
+    def _bits(self, t) -> Bits:
+        if not isinstance(t, Bits) or t.width > MAX_WIDTH:
+            raise _NoLanes(f"lane type {t}")
+        return t
+
+    def _invariant(self, e) -> bool:
+        """No lane-varying chain and no vector local in ``e``."""
+        slots, nodes = [], []
+        _skeleton(e, slots, nodes)
+        for n, s in zip(nodes, slots):
+            if id(n) in self.varying or s in self.vec_locals:
+                return False
+        return True
+
+    def _check_inv_reads(self, e):
+        slots: list = []
+        _skeleton(e, slots)
+        for s in slots:
+            for a in self.assigned_chains | self.reduction_targets:
+                if _overlap(s, a):
+                    raise _NoLanes(f"{s} is written in the lane body")
+            self.read_chains.add(s)
+
+    def _scalar(self, e, want=None):
+        if any(isinstance(n, A.Call) for n in _walk(e)):
+            raise _NoLanes("call in a lane-invariant expression")
+        self._check_inv_reads(e)
+        return self.c.expr(e, self.scope, want)
+
+    # ------------------------------------------------------------ statements
+    def body(self, stmts: list) -> None:
+        for s in stmts:
+            self.c.cur_loc = s.loc
+            if isinstance(s, A.Assign):
+                self.assign(s.lhs, s.rhs)
+            elif isinstance(s, A.CallStmt):
+                self.call(s.call)
+            elif isinstance(s, A.Empty):
+                pass
+            else:
+                raise _NoLanes(f"statement {type(s).__name__}")
+
+    def _target(self, lhs):
+        """('local', name, ty) or ('field', key, ty) for an assignable lane value."""
+        if id(lhs) in self.varying:
+            key = self._field(lhs)
+            return "field", key, self.fields[key]["ty"]
+        if isinstance(lhs, A.Path):
+            s = self.scope.lookup(lhs.name)
+            if (isinstance(s, Var) and not s.readonly and lhs.name not in self.read_chains
+                    and lhs.name not in self.reduction_targets):
+                return "local", lhs.name, self._bits(s.ty)
+        raise _NoLanes("assignment target")
+
+    def _store(self, target, code: str, lhs) -> None:
+        kind, key, ty = target
+        if kind == "field":
+            f = self.fields[key]
+            for ch in key:
+                if any(_overlap(ch, r) for r in self.read_chains | self.reduction_targets) or \
+                        any(p == ch or p.startswith(ch + ".") for p in self.parent_chains):
+                    raise _NoLanes(f"{ch} is read as a lane-invariant value")
+                self.assigned_chains.add(ch)
+            self.out.append(f"{f['py']} = {code}")
+            f["dirty"] = True
+        else:
+            ent = self.vec_locals.get(key)
+            if any(p == key or p.startswith(key + ".") for p in self.parent_chains):
+                raise _NoLanes(f"{key} holds lane fields")
+            if ent is None:
+                s = self.scope.lookup(key)
+                ent = (self.c.fresh("lv_" + key), ty, s, lhs)
+                self.vec_locals[key] = ent
+                self.assigned_chains.add(key)
+            self.out.append(f"{ent[0]} = {code}")
+
+    def assign(self, lhs, rhs) -> None:
+        ch = _chain(lhs)
+        if (id(lhs) not in self.varying and ch is not None and ch not in self.vec_locals
+                and isinstance(rhs, A.Binary) and rhs.op in _REDUCE and _chain(rhs.l) == ch
+                and id(rhs.l) not in self.varying and not self._invariant(rhs.r)):
+            return self.reduce(lhs, rhs)
+        target = self._target(lhs)
+        code, ty = self.vexpr(rhs, target[2])
+        if ty != target[2]:
+            raise _NoLanes("type mismatch")
+        if self._invariant(rhs):        # the same value in every lane
+            code = f"np.full({self.k}, {code}, dtype=np.int64)"
+        self._store(target, code, lhs)
+
+    def reduce(self, lhs, rhs) -> None:
+        ch = _chain(lhs)
+        if any(_overlap(ch, x) for x in self.read_chains | self.reduction_targets | self.assigned_chains
+               | self.parent_chains):
+            raise _NoLanes("reduction target read in the lane body")
+        lc, lt, assign = self.c.lvalue(lhs, self.scope)
+        lt = self._bits(lt)
+        code, ty = self.vexpr(rhs.r, lt)
+        if ty != lt:
+            raise _NoLanes("type mismatch")
+        self.reduction_targets.add(ch)
+        self.out.extend(assign(f"({lc} {rhs.op} int({_REDUCE[rhs.op]}.reduce({code})))"))
+
+    def call(self, call: A.Call) -> None:
+        if not isinstance(call.func, A.Member) or id(call.func.obj) not in self.varying:
+            raise _NoLanes("call of a lane-invariant function")
+        insts = []
+        for ch in self.varying[id(call.func.obj)]:
+            if "." in ch:
+                raise _NoLanes("extern is not a plain instance name")
+            s = self.scope.lookup(ch)
+            if not isinstance(s, InstSym) or s.kind != "extern" or self.c.glob.syms.get(ch) is s:
+                raise _NoLanes("not a local extern instance")
+            insts.append(s)
+        if len({s.py for s in insts}) != len(insts):
+            raise _NoLanes("an extern repeats")
+        descs = [self.c.hooks.lane_array(s.ty, call.func.name) for s in insts]
+        if descs[0] is None or any(d != descs[0] for d in descs):
+            raise _NoLanes("not an array access of one kind")
+        kind, idx_pos, val_pos, elem, size = descs[0]
+        elem = self._bits(elem)
+        args = [a.value for a in call.args]
+        if len(args) != 2:
+            raise _NoLanes("arguments")
+        idx = args[idx_pos]
+        if not self._invariant(idx):
+            raise _NoLanes("lane-varying index")
+        islots: list = []
+        key = (_skeleton(idx, islots), tuple(islots))
+        if self.index is None:
+            ic, it = self._scalar(idx, Bits(32))
+            if not isinstance(it, Bits):
+                raise _NoLanes("index type")
+            self.index = (key, ic, it, size)
+        elif self.index[0] != key or self.index[3] != size:
+            raise _NoLanes("different indices or sizes")
+        else:
+            self._check_inv_reads(idx)
+        bank, rows = self.c.lane_bank(tuple(s.py for s in insts))
+        sel = f"{bank}[{rows}, {self.index_py}]" if rows != ":" else f"{bank}[:, {self.index_py}]"
+        if kind == "read":
+            target = self._target(args[val_pos])
+            if target[2] != elem:
+                raise _NoLanes("register and destination types differ")
+            self._store(target, f"{sel}.copy()" if rows == ":" else sel, args[val_pos])
+        elif kind == "write":
+            code, ty = self.vexpr(args[val_pos], elem)
+            if ty != elem:
+                raise _NoLanes("value type")
+            self.out.append(f"{sel} = {code}")
+        else:
+            raise _NoLanes("array access kind")
+
+    # ------------------------------------------------------------ expressions
+    def _field(self, node) -> tuple:
+        chains = tuple(self.varying[id(node)])
+        f = self.fields.get(chains)
+        if f is not None:
+            return chains
+        if not isinstance(node, A.Member):
+            raise _NoLanes("lane value is not a field")
+        parents = {ch.rsplit(".", 1)[0] for ch in chains}
+        names = [ch.rsplit(".", 1)[1] for ch in chains]
+        if len(parents) != 1 or len(set(names)) != len(names):
+            raise _NoLanes("lane fields of different parents")
+        for other in self.fields:
+            if set(other) & set(chains):
+                raise _NoLanes("overlapping lane field families")
+        if any(isinstance(n, A.Call) for n in _walk(node.obj)):
+            raise _NoLanes("call in a field's parent")
+        for ch in _chains_in(node.obj):
+            if any(ch == a or ch.startswith(a + ".") for a in self.assigned_chains | self.reduction_targets):
+                raise _NoLanes(f"{ch} is written in the lane body")
+            self.parent_chains.add(ch)
+        pc, pt = self.c.expr(node.obj, self.scope)
+        if not isinstance(pt, (HeaderT, StructT)):
+            raise _NoLanes("parent is not a header or struct")
+        pys, ty = [], None
+        for n in names:
+            fl = pt.field(n)
+            if fl is None:
+                raise _NoLanes("no such field")
+            t = self._bits(fl[2])
+            if ty is not None and t != ty:
+                raise _NoLanes("lane fields of different types")
+            ty = t
+            pys.append(fl[1])
+        ppy = self.c.fresh("lp")
+        fpy = self.c.fresh("lf")
+        self.out.append(f"{ppy} = {pc}")
+        self.out.append(f"{fpy} = np.array(({', '.join(f'{ppy}.{n}' for n in pys)},), dtype=np.int64)")
+        self.fields[chains] = {"py": fpy, "ty": ty, "parent": ppy, "names": pys, "dirty": False}
+        return chains
+
+    def vexpr(self, e, want) -> tuple[str, Any]:
+        """(code, type) of ``e``: an int64 array when it depends on a lane, else scalar code."""
+        if self._invariant(e):
+            c, t = self._scalar(e, want)
+            if isinstance(t, InfInt) and isinstance(want, Bits):
+                c, t = self.c.unify_int(c, t, want, e)
+            return c, t
+        if id(e) in self.varying:
+            key = self._field(e)
+            f = self.fields[key]
+            return f["py"], f["ty"]
+        if isinstance(e, A.Path):
+            ent = self.vec_locals.get(e.name)
+            if ent is None:
+                raise _NoLanes("local read before its lane assignment")
+            return ent[0], ent[1]
+        if isinstance(e, A.Unary):
+            c, t = self.vexpr(e.e, want)
+            t = self._bits(t)
+            if e.op == "+":
+                return c, t
+            if e.op == "-":
+                return self._wrap(f"-{c}", t), t
+            if e.op == "~":
+                return (f"(~{c})" if t.signed else f"({c} ^ {t.mask:#x})"), t
+            raise _NoLanes(f"operator {e.op}")
+        if isinstance(e, A.Binary):
+            return self._binary(e, want)
+        raise _NoLanes(f"expression {type(e).__name__}")
+
+    def _wrap(self, code: str, t: Bits) -> str:
+        if t.signed:
+            h = 1 << (t.width - 1)
+            return f"((({code}) & {t.mask:#x} ^ {h:#x}) - {h:#x})"
+        return f"(({code}) & {t.mask:#x})"
+
+    def _binary(self, e: A.Binary, want):
+        op = e.op
+        if op in ("<<", ">>"):
+            lc, lt = self.vexpr(e.l, want)
+            lt = self._bits(lt)
+            if not self._invariant(e.r):
+                raise _NoLanes("lane-varying shift amount")
+            v = self.c.const_eval(e.r, self.scope)
+            if not isinstance(v, int) or v < 0:
+                raise _NoLanes("shift by a non-constant")
+            self._scalar(e.r)       # type check and read tracking
+            if op == "<<":
+                return (f"({lc} * 0)" if v >= lt.width else self._wrap(f"{lc} << {v}", lt)), lt
+            if v >= lt.width:
+                return ((f"({lc} >> {lt.width - 1})" if lt.signed else f"({lc} * 0)"), lt)
+            return f"({lc} >> {v})", lt
+        if op not in ("+", "-", "*", "&", "|", "^", "|+|", "|-|"):
+            raise _NoLanes(f"operator {op}")
+        linv, rinv = self._invariant(e.l), self._invariant(e.r)
+        if linv and not rinv:
+            rc, rt = self.vexpr(e.r, want)
+            lc, lt = self.vexpr(e.l, rt)
+        else:
+            lc, lt = self.vexpr(e.l, want)
+            rc, rt = self.vexpr(e.r, lt if isinstance(lt, Bits) else want)
+        if isinstance(lt, InfInt) and isinstance(rt, Bits):
+            lc, lt = self.c.unify_int(lc, lt, rt, e.l)
+        if isinstance(rt, InfInt) and isinstance(lt, Bits):
+            rc, rt = self.c.unify_int(rc, rt, lt, e.r)
+        t = self._bits(lt)
+        if rt != t:
+            raise _NoLanes("operand types differ")
+        if op in ("+", "-", "*"):
+            return self._wrap(f"{lc} {op} {rc}", t), t
+        if op in ("&", "|", "^"):
+            return f"({lc} {op} {rc})", t
+        lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
+        raw = f"{lc} + {rc}" if op == "|+|" else f"{lc} - {rc}"
+        return f"np.clip({raw}, {lo}, {hi})", t
+
+
+def _debug(msg: str) -> None:
+    if os.environ.get("SAATP_P4_LANES_DEBUG"):
+        print(msg, file=sys.stderr)
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Do name chains ``a`` and ``b`` name overlapping storage (equal, or one inside the other)?"""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _chains_in(e) -> list[str]:
+    slots: list = []
+    _skeleton(e, slots)
+    return slots
+
+
+def _walk(x):
+    if isinstance(x, A.Node):
+        yield x
+        for f in dataclasses.fields(x):
+            if f.name not in ("loc", "type"):
+                yield from _walk(getattr(x, f.name))
+    elif isinstance(x, (list, tuple)):
+        for i in x:
+            yield from _walk(i)

@@ -1,0 +1,74 @@
+"""Module output: the whole generated Python module (classes, constants, the ``build`` factory)."""
+from __future__ import annotations
+
+from .. import nodes as A
+from ..types import BlockT, ExternT
+from .source_writer import Out
+from .symbols import InstSym, TypeSym
+
+
+class ModuleMixin:
+    """Mixin of :class:`~emulation.p4.compiler.core.Compiler` (see the module docstring)."""
+
+    def build_module(self) -> tuple[str, list]:
+        """Generate the module; returns (source, [(package param, block kind, decl, apply fn)])."""
+        main = self.compile()
+        pkg = main.ty
+        if not isinstance(pkg, BlockT) or not isinstance(pkg.decl, A.PackageDecl):
+            raise self.err("main must be an instance of a package", main.decl)
+        self._factories: list[Out] = []
+        body = Out()
+        body.ind = 1
+        # top-level actions and functions
+        self._fn_indent, self._fn_sink = 1, []
+        for a in self.top_actions:
+            self.gen_action(a, self.glob, body, [])
+        for f in getattr(self, "top_functions", []):
+            self.ensure_function(f, self.glob)
+        for sym in list(self.glob.syms.values()):
+            # extern objects instantiated at top level (shared by every control), e.g. a register
+            if isinstance(sym, InstSym) and isinstance(sym.ty, ExternT) and sym.decl is not None:
+                sym.kind = "extern"
+                self.hooks.extern_instance(self, sym, sym.decl.args, body, self.glob)
+        blocks = []
+        params = pkg.decl.params
+        bound = self.bind_args(params, main.decl.args, main.decl, f"package {pkg.decl.name}")
+        calls = Out()
+        calls.ind = 1
+        for p, a in zip(params, bound):
+            node = a.value
+            if isinstance(node, A.Path):
+                s = self.glob.lookup(node.name)
+                if not isinstance(s, InstSym) or not isinstance(s.ty, BlockT):
+                    raise self.err(f"{node.name} is not a parser or control instance", node)
+                d, path, cargs = s.ty.decl, s.full, s.decl.args
+            elif isinstance(node, A.CtorCall):
+                s = self.glob.lookup(node.tname)
+                if not isinstance(s, TypeSym) or not isinstance(s.ty, (A.ControlDecl, A.ParserDecl)):
+                    raise self.err(f"{node.tname} is not a parser or control declaration", node)
+                d, path, cargs = s.ty, node.tname, node.args
+            else:
+                raise self.err(f"argument {p.name} of {pkg.decl.name} must be a parser or control", main.decl)
+            syms = self.instance_args(d, cargs, self.glob, node)
+            fname = self.gen_block_instance(d, path, syms, self.glob)
+            py = f"blk_{p.name}"
+            calls(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
+            blocks.append((p.name, d, py))
+        src = Out()
+        if self._lanes_used:
+            src("import numpy as np")
+        if self._uses_struct:
+            src("import struct as _struct")
+        src.lines.extend(self.classes.lines)
+        with src.block("def build(RT, REG):"):
+            for line in self.hooks.prelude:
+                src(line)
+            src.lines.extend(self.consts_code.lines and ["    " + ln for ln in self.consts_code.lines])
+            src.lines.extend(body.lines)
+            for fo in self._fn_sink:
+                src.lines.extend(fo.lines)
+            for fo in self._factories:
+                src.lines.extend(fo.lines)
+            src.lines.extend(calls.lines)
+            src(f"return {{{', '.join(f'{n!r}: {py}' for n, _, py in blocks)}}}")
+        return src.text(), blocks

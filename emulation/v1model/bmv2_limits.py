@@ -1,0 +1,261 @@
+"""What p4c's BMv2 back end (``p4c-bm2-ss`` 1.2.4.8) refuses, reported by the embedded target.
+
+The embedded target runs some programs that the real p4c would not compile for BMv2. So
+that a program checked here also compiles with p4c, :func:`check_bmv2_limits` reports these
+limits with p4c's own words and diagnostic names, at ``file:line:col``:
+
+* a non-constant shift amount wider than 8 bits, or a constant one over 256
+  (``[--Werror=overlimit]``, p4c ``LowerExpressions::shift``);
+* a header whose fields do not total a multiple of 8 bits (``[--Werror=target-error]``);
+* ``last``, ``next`` and ``lastIndex`` of a header stack outside a parser
+  (``[--Werror=type-error]``; P4_16 allows them only in parsers, the target anywhere);
+* ``priority=`` on an entry of a table with ``const entries``: p4c 1.2.4.8 predates it
+  (``[--Werror=invalid]``);
+* ``resubmit(data)``, ``recirculate(data)``, ``clone3(...)``: the back end no longer knows them
+  (``[--Werror=unknown]``; the ``*_preserving_field_list`` forms replace them);
+* ``if`` and ``switch`` in the deparser (``[--Werror=unsupported]``: "IfStatement: not supported
+  within a deparser on this target");
+* ``for`` loops (``[--Werror=unsupported]``: "BMV2 does not support loops").
+
+(A table applied at more than one place in a control is refused by the compiler itself.)
+
+It reads the program's syntax tree after the compiler has run (every expression then carries
+its type in ``.type``), so it costs nothing per packet. Programs meant only for the embedded
+target skip it: ``allow_target_extensions=True`` in :mod:`emulation.v1model.load`,
+``--allow-target-extensions`` on the command line.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import fields, is_dataclass
+from typing import Iterator
+
+from emulation.p4 import nodes as A
+from emulation.p4.errors import Loc, P4Error
+from emulation.p4.preprocess import INCLUDE_DIR
+from emulation.p4.types import Bits, InfInt, StackT
+
+MAX_SHIFT_WIDTH = 8     # p4c BMV2::LowerExpressions::maxShiftWidth
+# deprecated v1model functions that take a field list as data; p4c 1.2.4.8's BMv2 back end
+# refuses them, naming the replacement
+_REMOVED_EXTERN_FUNCTIONS = {"resubmit": "resubmit_preserving_field_list",
+                             "recirculate": "recirculate_preserving_field_list",
+                             "clone3": "clone_preserving_field_list"}
+
+
+class BMv2LimitError(P4Error):
+    """One or more constructs p4c's BMv2 back end refuses; ``errors`` lists each of them."""
+
+    def __init__(self, errors: list[P4Error]):
+        super().__init__(errors[0].message, errors[0].loc)
+        self.errors = errors
+
+    def __str__(self) -> str:
+        lines = [str(e) for e in self.errors]
+        lines.append("(p4c's BMv2 back end refuses these; --allow-target-extensions runs the program "
+                     "on the embedded target anyway)")
+        return "\n".join(lines)
+
+
+def enforce_bmv2_limits(program: A.Program) -> None:
+    """Raise :class:`BMv2LimitError` if the compiled ``program`` exceeds a BMv2 limit."""
+    errors = check_bmv2_limits(program)
+    if errors:
+        raise BMv2LimitError(errors)
+
+
+def check_bmv2_limits(program: A.Program) -> list[P4Error]:
+    """The BMv2 back-end limits ``program`` exceeds, in source order (empty when none)."""
+    user = [d for d in program.decls if not _from_include_dir(d)]
+    typedefs = {d.name: d for d in program.decls if isinstance(d, (A.TypedefDecl, A.SerEnumDecl))}
+    found: list[P4Error] = []
+    deparser = _deparser_name(program)
+    for d in user:
+        if isinstance(d, A.ControlDecl) and d.name == deparser:
+            found.extend(_deparser_statements(d.body))
+        if isinstance(d, A.HeaderDecl):
+            found.extend(_header_width(d, typedefs))
+        for node, in_parser in _walk(d, isinstance(d, A.ParserDecl)):
+            found.extend(_check_node(node, in_parser))
+    return sorted(found, key=lambda e: (e.loc.file, e.loc.line, e.loc.col))
+
+
+# ------------------------------------------------------------------ the checks
+def _check_node(n: object, in_parser: bool) -> list[P4Error]:
+    if isinstance(n, A.Binary) and n.op in ("<<", ">>"):
+        return _shift(n)
+    if isinstance(n, A.Member) and n.name in ("last", "next", "lastIndex") and not in_parser \
+            and isinstance(getattr(n.obj, "type", None), StackT):
+        what = "'lastIndex'" if n.name == "lastIndex" else "'last', and 'next'"
+        return [_err(n, "type-error", f"{show(n)}: {what} for stacks can only be used in a parser")]
+    if isinstance(n, A.TableDecl) and n.const_entries:
+        # p4c stops at the first such entry of a table
+        for e in n.entries or ():
+            if e.priority is not None:
+                return [_err(e.keyset if getattr(e.keyset, "loc", None) else e, "invalid",
+                             "Entry: Table with 'const' entries cannot have priorities")]
+    if isinstance(n, A.Call) and isinstance(n.func, A.Path) and n.func.name in _REMOVED_EXTERN_FUNCTIONS:
+        name = n.func.name
+        return [_err(n, "unknown", f"{name}: unknown extern function (p4c's BMv2 back end no longer "
+                                   f"supports it; use {_REMOVED_EXTERN_FUNCTIONS[name]})")]
+    if isinstance(n, (A.For, A.ForRange)):
+        return [_err(n, "unsupported", "BMV2 does not support loops")]
+    return []
+
+
+def _shift(n: A.Binary) -> list[P4Error]:
+    rt = getattr(n.r, "type", None)
+    if isinstance(rt, InfInt) and isinstance(n.r, A.IntLit) and n.r.value > 1 << MAX_SHIFT_WIDTH:
+        return [_err(n, "overlimit", f"{show(n)}: shift amount limited to {1 << MAX_SHIFT_WIDTH} on this target")]
+    if isinstance(rt, Bits) and rt.width > MAX_SHIFT_WIDTH and not _is_literal(n.r):
+        return [_err(n, "overlimit", f"{show(n)}: shift amount limited to {MAX_SHIFT_WIDTH} bits on this target")]
+    return []
+
+
+def _header_width(d: A.HeaderDecl, typedefs: dict) -> list[P4Error]:
+    total = 0
+    for f in d.fields:
+        w = _type_width(f.type, typedefs)
+        if w is None:
+            return []       # a width only the compiler knows (a constant expression): no verdict
+        total += w
+    if total % 8:
+        return [_err(_NameAt(_name_loc(d)), "target-error", f"header {d.name}: Found header with fields totaling {total} bits.  "
+                                        f"BMv2 target only supports headers with fields totaling a multiple "
+                                        f"of 8 bits.")]
+    return []
+
+
+def _deparser_name(program: A.Program) -> str | None:
+    """The control type given as the sixth (deparser) argument of ``V1Switch(...) main``."""
+    for d in program.decls:
+        if isinstance(d, A.Instantiation) and d.name == "main" and len(d.args) == 6:
+            a = d.args[5]
+            a = a.value if isinstance(a, A.Arg) else a
+            if isinstance(a, A.CtorCall):
+                return a.tname
+    return None
+
+
+def _deparser_statements(body: A.Block) -> list[P4Error]:
+    """BMv2 deparsers only emit: p4c refuses an ``if`` or a ``switch`` there."""
+    out = []
+    for n, _ in _walk(body, False):
+        kind = {A.If: "IfStatement", A.Switch: "SwitchStatement"}.get(type(n))
+        if kind:
+            out.append(_err(n, "unsupported", f"{kind}: not supported within a deparser on this target"))
+    return out
+
+
+# ------------------------------------------------------------------ helpers
+def _err(node: object, kind: str, message: str) -> P4Error:
+    loc = getattr(node, "loc", None) or Loc("<unknown>", 0, 0)
+    return P4Error(f"[--Werror={kind}] error: {message}", loc)
+
+
+class _NameAt:
+    def __init__(self, loc: Loc):
+        self.loc = loc
+
+
+def _name_loc(d: A.Decl) -> Loc:
+    """Where the declared name is (p4c points there, not at the keyword before it)."""
+    loc = d.loc
+    text = linecache.getline(loc.file, loc.line)
+    i = text.find(d.name, max(loc.col - 1, 0))
+    return Loc(loc.file, loc.line, i + 1) if i >= 0 else loc
+
+
+def _from_include_dir(d: object) -> bool:
+    loc = getattr(d, "loc", None)
+    if loc is None or not loc.file or loc.file.startswith("<"):
+        return False
+    return os.path.dirname(os.path.abspath(loc.file)) == os.path.abspath(INCLUDE_DIR)
+
+
+def _is_literal(e: object) -> bool:
+    while isinstance(e, A.Cast):
+        e = e.e
+    return isinstance(e, A.IntLit)
+
+
+def _type_width(t: object, typedefs: dict, depth: int = 0) -> int | None:
+    if isinstance(t, A.TBit):
+        return t.width if isinstance(t.width, int) else (t.width.value if isinstance(t.width, A.IntLit) else None)
+    if isinstance(t, A.TVarBit):
+        return t.width if isinstance(t.width, int) else (t.width.value if isinstance(t.width, A.IntLit) else None)
+    if isinstance(t, A.TBool):
+        return 1
+    if isinstance(t, A.TName) and depth < 16:
+        d = typedefs.get(t.name)
+        if d is not None:
+            return _type_width(d.type, typedefs, depth + 1)
+    return None
+
+
+def _walk(node: object, in_parser: bool) -> Iterator[tuple[object, bool]]:
+    """Every syntax-tree node under ``node`` (itself included), with whether it is in a parser."""
+    stack = [(node, in_parser)]
+    while stack:
+        n, p = stack.pop()
+        if isinstance(n, list):
+            stack.extend((x, p) for x in reversed(n))
+            continue
+        if isinstance(n, tuple):
+            stack.extend((x, p) for x in reversed(n))
+            continue
+        if not is_dataclass(n) or isinstance(n, type):
+            continue
+        yield n, p
+        inner = p or isinstance(n, A.ParserDecl)
+        if isinstance(n, (A.ControlDecl, A.ActionDecl, A.FunctionDecl)):
+            inner = False
+        for f in reversed(fields(n)):
+            if f.name in ("loc", "type"):
+                continue
+            v = getattr(n, f.name)
+            if isinstance(v, (list, tuple)) or (is_dataclass(v) and not isinstance(v, type)):
+                stack.append((v, inner))
+            elif isinstance(v, dict) and f.name == "props":
+                stack.extend((x, inner) for x in v.values())
+
+
+def show(e: object) -> str:
+    """An expression as p4c prints it in a message (``hdr.sa.bitmap >> sm.egress_rid``)."""
+    if isinstance(e, A.Path):
+        return ("." if e.top else "") + e.name
+    if isinstance(e, A.Member):
+        return f"{show(e.obj)}.{e.name}"
+    if isinstance(e, A.TypeMember):
+        return f"{e.tname}.{e.name}"
+    if isinstance(e, A.Index):
+        return f"{show(e.obj)}[{show(e.index)}]"
+    if isinstance(e, A.Slice):
+        return f"{show(e.obj)}[{show(e.hi)}:{show(e.lo)}]"
+    if isinstance(e, A.IntLit):
+        return (f"{e.width}{'s' if e.signed else 'w'}" if e.width is not None else "") + str(e.value)
+    if isinstance(e, A.BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, A.Binary):
+        return f"{show(e.l)} {e.op} {show(e.r)}"
+    if isinstance(e, A.Unary):
+        return f"{e.op}{show(e.e)}"
+    if isinstance(e, A.Cast):
+        return f"({_show_type(e.to)}){show(e.e)}"
+    if isinstance(e, A.Call):
+        return f"{show(e.func)}({', '.join(show(a.value) if isinstance(a, A.Arg) else show(a) for a in e.args)})"
+    if isinstance(e, A.Cond):
+        return f"{show(e.c)} ? {show(e.t)} : {show(e.f)}"
+    return "..."
+
+
+def _show_type(t: object) -> str:
+    if isinstance(t, A.TBit):
+        w = t.width if isinstance(t.width, int) else show(t.width)
+        return f"{'int' if t.signed else 'bit'}<{w}>"
+    if isinstance(t, A.TName):
+        return t.name
+    if isinstance(t, A.TBool):
+        return "bool"
+    return "..."

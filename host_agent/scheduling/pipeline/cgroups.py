@@ -1,0 +1,108 @@
+"""cgroup v1 CPU quotas for stage processes: a "slow device" that really computes slowly.
+
+``CpuQuotas(prefix)`` creates ``/sys/fs/cgroup/cpu/<prefix>-stage<N>`` with
+``cpu.cfs_quota_us = quota * period`` (quota in CPUs, e.g. 0.25 = a quarter of one core) and
+removes exactly the groups it created (also on error: use it as a context manager). The
+period defaults to 10 ms rather than the kernel's 100 ms so a throttled process runs in short
+slices instead of 100 ms bursts, which keeps per-microbatch timings smooth. The groups also get
+a high ``cpu.shares`` (default 8192, 8x a plain process) so that, on a busy host, a stage
+still gets its quota: the quota is then the binding limit and the "device" has a known speed.
+Keep the quotas' sum well below the core count so other work on the host keeps some CPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+CPU_ROOT = "/sys/fs/cgroup/cpu"
+
+
+def unavailable_reason() -> str | None:
+    """None when CPU quotas can be set here; else why not (for skips and errors)."""
+    if not os.path.isfile(os.path.join(CPU_ROOT, "cpu.cfs_quota_us")):
+        return f"cgroup v1 cpu controller not mounted at {CPU_ROOT}"
+    if os.geteuid() != 0:
+        return "cgroup CPU quotas need root"
+    return None
+
+
+def join(path: str) -> None:
+    """Move the calling process into the cgroup directory ``path``."""
+    with open(os.path.join(path, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+class CpuQuotas:
+    def __init__(self, prefix: str | None = None, period_us: int = 10_000, shares: int = 8192):
+        self.prefix = prefix or f"saatp-{os.getpid()}"
+        self.period_us = int(period_us)
+        self.shares = int(shares)
+        self.created: list[str] = []
+
+    def create(self, name: str, quota: float) -> str:
+        """A cgroup ``<prefix>-<name>`` limited to ``quota`` CPUs; returns its path."""
+        why = unavailable_reason()
+        if why:
+            raise RuntimeError(why)
+        if quota <= 0:
+            raise ValueError(f"CPU quota must be > 0, got {quota}")
+        path = os.path.join(CPU_ROOT, f"{self.prefix}-{name}")
+        os.mkdir(path)
+        self.created.append(path)
+        with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
+            f.write(str(self.period_us))
+        with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+            f.write(str(max(1000, int(round(quota * self.period_us)))))
+        with open(os.path.join(path, "cpu.shares"), "w") as f:
+            f.write(str(self.shares))
+        return path
+
+    def remove(self) -> list[str]:
+        """Remove the groups this object created (their processes must have exited); returns
+        the paths that could not be removed."""
+        left = []
+        for path in reversed(self.created):
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY while an exiting process is still listed
+                    time.sleep(0.05)
+            else:
+                left.append(path)
+        self.created = left
+        return left
+
+    def __enter__(self) -> "CpuQuotas":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def default_quota(stages: int) -> float:
+    """CPUs per stage when 60% of the host's cores are shared out evenly (at most one each)."""
+    return round(min(1.0, 0.6 * (os.cpu_count() or 1) / stages), 3)
+
+
+def stage_quotas(stages: int, quota: float | None, slow: list[str]) -> list[float | None]:
+    """Per-stage CPU quotas: ``quota`` for every stage (None: no cgroup), then each
+    ``STAGE:QUOTA`` of ``slow`` overrides one stage. ValueError on bad items."""
+    if stages < 1:
+        raise ValueError("--stages must be >= 1")
+    out: list[float | None] = [quota] * stages
+    for item in slow or []:
+        try:
+            s, q = item.split(":")
+            s, q = int(s), float(q)
+        except ValueError:
+            raise ValueError(f"--slow {item!r}: expected STAGE:QUOTA, e.g. 2:0.25") from None
+        if not 0 <= s < stages:
+            raise ValueError(f"--slow {item!r}: stage must be in 0..{stages - 1}")
+        if q <= 0:
+            raise ValueError(f"--slow {item!r}: quota must be > 0 CPUs")
+        out[s] = q
+    return out

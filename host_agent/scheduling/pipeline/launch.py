@@ -1,0 +1,124 @@
+"""Start one process per stage (each optionally in its own CPU-quota cgroup), wait for them,
+and turn their timestamps into measured iteration times.
+
+The iteration time of step k is ``max_r end[r][k] - min_r start[r][k]`` over the ranks (all
+processes use the same monotonic clock); every step starts after a barrier.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from typing import Sequence
+
+from .cgroups import CpuQuotas
+from .worker import StageConfig, config_dict, runs_of
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_config(cfg: StageConfig) -> None:
+    """ValueError (before any process starts) unless the plan fits the model split."""
+    world = len(cfg.cuts) + 1
+    for run in runs_of(cfg):
+        _check_run(run, world, cfg.B)
+
+
+def _check_run(run: dict, world: int, B: int) -> None:
+    if run["schedule"] != "ours":
+        M = int(run.get("M") or 0)
+        if M < 1 or B % M:
+            raise ValueError(f"{run['schedule']}: microbatch count M={M} must divide B={B}")
+        return
+    rows, orders = run["rows"], run["orders"]
+    if len(rows) != world or len(orders) != world:
+        raise ValueError(f"{world} stages need {world} microbatch rows and op orders")
+    for s, (r, o) in enumerate(zip(rows, orders)):
+        if sum(r) != B or min(r) < 1:
+            raise ValueError(f"stage {s}: microbatch sizes {list(r)} do not sum to B={B}")
+        want = sorted([("F", j) for j in range(len(r))] + [("B", j) for j in range(len(r))])
+        if sorted((k, int(j)) for k, j in o) != want:
+            raise ValueError(f"stage {s}: the op order must hold F and B of each of its {len(r)} microbatches once")
+
+
+def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_s: float = 600.0,
+        keep_dir: str | None = None) -> dict:
+    """Run the pipeline; ``quotas[r]`` CPUs for rank r (None: no cgroup). Returns
+    ``dict(iteration_s=[...], median_s, mean_s, losses=[...], out_dir)``. Raises RuntimeError
+    with the failing ranks' stderr when a stage process fails."""
+    world = len(cfg.cuts) + 1
+    quotas = list(quotas or [None] * world)
+    if len(quotas) != world:
+        raise ValueError(f"{world} stages but {len(quotas)} quotas")
+    check_config(cfg)
+    out_dir = keep_dir or tempfile.mkdtemp(prefix="saatp-pipe-")
+    os.makedirs(out_dir, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    groups = CpuQuotas(prefix=f"saatp-{os.getpid()}-{int(time.time() * 1000) % 10**8}")
+    try:
+        paths = [groups.create(f"stage{r}", q) if q else None for r, q in enumerate(quotas)]
+        cfg = replace(cfg, port=free_port(), cgroups=paths, out_dir=out_dir)
+        cfg_path = os.path.join(out_dir, "config.json")
+        with open(cfg_path, "w") as f:
+            json.dump(config_dict(cfg), f)
+        for r in range(world):
+            err = open(os.path.join(out_dir, f"rank{r}.stderr"), "w")
+            procs.append(subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.pipeline.worker",
+                                           cfg_path, str(r)], stdout=err, stderr=subprocess.STDOUT))
+            err.close()
+        deadline = time.monotonic() + timeout_s
+        failed = []
+        while any(p.poll() is None for p in procs):
+            if time.monotonic() > deadline:
+                failed.append("timeout")
+                break
+            if any(p.poll() not in (None, 0) for p in procs):
+                break
+            time.sleep(0.05)
+        failed += [r for r, p in enumerate(procs) if p.poll() not in (None, 0)]
+        if failed:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+            for p in procs:
+                p.wait()
+            logs = []
+            for r in range(world):
+                with open(os.path.join(out_dir, f"rank{r}.stderr")) as f:
+                    tail = f.read()[-2000:]
+                if tail.strip():
+                    logs.append(f"--- rank {r} ---\n{tail}")
+            raise RuntimeError(f"pipeline run failed ({failed}):\n" + "\n".join(logs))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        left = groups.remove()
+        if left:
+            print(f"warning: could not remove cgroups {left}", file=sys.stderr)
+    ranks = []
+    for r in range(world):
+        with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+            ranks.append(json.load(f))
+    runs = []
+    for i, spec in enumerate(runs_of(cfg)):
+        per = [rk["runs"][i] for rk in ranks]
+        n = len(per[0]["times"])
+        it = [max(p["times"][k][1] for p in per) - min(p["times"][k][0] for p in per) for k in range(n)]
+        runs.append(dict(schedule=spec["schedule"], label=spec.get("label", spec["schedule"]), iteration_s=it,
+                         median_s=statistics.median(it) if it else None,
+                         mean_s=statistics.fmean(it) if it else None, losses=per[-1]["losses"]))
+    out = dict(runs[0], runs=runs, out_dir=out_dir)
+    return out

@@ -1,0 +1,165 @@
+"""Models for pipeline training: each is an ``nn.Sequential`` whose children are the layers
+the planner may cut between, plus a deterministic batch generator and a loss.
+
+A model spec is ``vgg-mini``, ``gpt-mini`` or ``MODULE:FN``, where ``FN()`` returns a
+:class:`ModelSpec` (or a tuple ``(sequential, make_batch, loss_sum)`` with the same meaning).
+``loss_sum(output, target)`` must return the SUM of per-sample losses, so that summing the
+microbatches' losses divided by B equals the minibatch mean (what gradient accumulation needs).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModelSpec:
+    name: str
+    build: Callable[[], nn.Sequential]  # deterministic given torch's seed
+    make_batch: Callable[[int, int], tuple[torch.Tensor, torch.Tensor]]  # (B, step) -> (x, y)
+    loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _ce_sum(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1), reduction="sum") \
+        / (y[0].numel() if y.dim() > 1 else 1)
+
+
+def _gen(step: int, salt: int) -> torch.Generator:
+    return torch.Generator().manual_seed(1_000_003 * step + salt)
+
+
+# ---- vgg-mini: VGG-style conv blocks on 3x32x32 images, 10 classes
+
+
+def vgg_mini(width: int = 24) -> nn.Sequential:
+    w = width
+    layers: list[nn.Module] = []
+    cin = 3
+    for cout, pool in ((w, False), (w, True), (2 * w, False), (2 * w, True), (4 * w, False), (4 * w, True),
+                       (8 * w, False), (8 * w, True)):
+        layers.append(nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU()))
+        if pool:
+            layers.append(nn.MaxPool2d(2))
+        cin = cout
+    layers.append(nn.Flatten())
+    layers.append(nn.Sequential(nn.Linear(8 * w * 2 * 2, 256), nn.ReLU()))
+    layers.append(nn.Linear(256, 10))
+    return nn.Sequential(*layers)
+
+
+def _vgg_batch(B: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = _gen(step, 1)
+    return torch.randn(B, 3, 32, 32, generator=g), torch.randint(0, 10, (B,), generator=g)
+
+
+# ---- gpt-mini: token + position embedding, pre-LN transformer blocks, LM head
+
+
+class Embedding(nn.Module):
+    def __init__(self, vocab: int, seq: int, h: int):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, h)
+        self.pos = nn.Parameter(torch.randn(seq, h) * 0.02)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.tok(idx) + self.pos[: idx.shape[1]]
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block with causal self-attention (no dropout: deterministic)."""
+
+    def __init__(self, h: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(h)
+        self.qkv = nn.Linear(h, 3 * h)
+        self.proj = nn.Linear(h, h)
+        self.ln2 = nn.LayerNorm(h)
+        self.mlp = nn.Sequential(nn.Linear(h, 4 * h), nn.GELU(), nn.Linear(4 * h, h))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, h // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(h // self.heads)
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, h)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class Head(nn.Module):
+    def __init__(self, h: int, vocab: int):
+        super().__init__()
+        self.ln = nn.LayerNorm(h)
+        self.out = nn.Linear(h, vocab)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.ln(x))
+
+
+GPT_MINI = dict(vocab=512, seq=32, h=128, heads=4, blocks=6)
+
+
+def gpt_mini(vocab: int = GPT_MINI["vocab"], seq: int = GPT_MINI["seq"], h: int = GPT_MINI["h"],
+             heads: int = GPT_MINI["heads"], blocks: int = GPT_MINI["blocks"]) -> nn.Sequential:
+    return nn.Sequential(Embedding(vocab, seq, h), *[Block(h, heads) for _ in range(blocks)], Head(h, vocab))
+
+
+def _gpt_batch(B: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = _gen(step, 2)
+    toks = torch.randint(0, GPT_MINI["vocab"], (B, GPT_MINI["seq"] + 1), generator=g)
+    return toks[:, :-1].contiguous(), toks[:, 1:].contiguous()
+
+
+BUILTIN = {
+    "vgg-mini": ModelSpec("vgg-mini", vgg_mini, _vgg_batch, _ce_sum),
+    "gpt-mini": ModelSpec("gpt-mini", gpt_mini, _gpt_batch, _ce_sum),
+}
+
+
+def load_model(spec: str) -> ModelSpec:
+    """``vgg-mini``, ``gpt-mini`` or ``MODULE:FN``; raises ValueError with the reason."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    if ":" not in spec:
+        raise ValueError(f"unknown model {spec!r}: use {', '.join(BUILTIN)} or MODULE:FN")
+    mod, fn = spec.split(":", 1)
+    try:
+        obj = getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"cannot load model {spec!r}: {e}") from e
+    got = obj()
+    if isinstance(got, ModelSpec):
+        return got
+    if isinstance(got, tuple) and len(got) == 3:
+        seq, batch, loss = got
+        return ModelSpec(spec, (lambda s=seq: s) if isinstance(seq, nn.Module) else seq, batch, loss)
+    raise ValueError(f"{spec}() must return a ModelSpec or (sequential|builder, make_batch, loss_sum)")
+
+
+def build_layers(spec: ModelSpec, seed: int = 0) -> nn.Sequential:
+    """The model with deterministic initial weights (every stage process builds the same)."""
+    torch.manual_seed(seed)
+    m = spec.build()
+    if isinstance(m, nn.Sequential):
+        return m
+    if isinstance(m, (list, tuple)):
+        return nn.Sequential(*m)
+    raise ValueError(f"model {spec.name} must be an nn.Sequential or a list of modules, got {type(m).__name__}")
+
+
+def cut(layers: nn.Sequential, cuts: list[int]) -> list[nn.Sequential]:
+    """Stage modules: layers [0, cuts[0]), [cuts[0], cuts[1]), ..., [cuts[-1], L)."""
+    bounds = [0, *cuts, len(layers)]
+    if any(b <= a for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"cuts {cuts} must be increasing within 1..{len(layers) - 1}")
+    return [nn.Sequential(*list(layers)[a:b]) for a, b in zip(bounds, bounds[1:])]

@@ -1,0 +1,100 @@
+"""One pipeline stage: runs its op order for one minibatch.
+
+Forward F(j) takes samples ``[a, b)`` of the minibatch: stage 0 slices its input, later stages
+re-chunk what stage s-1 sent (:class:`~.wire.Inbox`, receives posted up front from the plan),
+run their module and send the
+output on (non-blocking). The last stage computes ``loss_sum / B`` per microbatch, so the
+accumulated gradients equal the minibatch-mean loss's. Backward B(j) back-propagates the
+gradients received for the same samples through the graph F(j) built and sends the input
+gradients back. Parameter gradients accumulate over the microbatches; the caller steps the
+optimizer once per iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from .wire import TAG_ACT, TAG_GRAD, Inbox, isend
+
+
+def _starts(rows: Sequence[int]) -> list[int]:
+    out = [0]
+    for r in rows:
+        out.append(out[-1] + int(r))
+    return out
+
+
+def _messages(rows: Sequence[int], order: Sequence[tuple[str, int]], kind: str) -> list[tuple[int, int]]:
+    """(start, count) of the messages a stage sends, in its op order: one per op of ``kind``."""
+    st = _starts(rows)
+    return [(st[j], int(rows[j])) for k, j in order if k == kind]
+
+
+def stage_shapes(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[int, ...]]:
+    """Per-sample output shape of every stage (a dry forward of one sample)."""
+    out = []
+    with torch.no_grad():
+        h = x1
+        for m in stages:
+            h = m(h)
+            out.append(tuple(h.shape[1:]))
+    return out
+
+
+def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[Sequence[int]],
+                  orders_all: Sequence[Sequence[tuple[str, int]]], B: int, x: torch.Tensor | None,
+                  y: torch.Tensor | None, loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+                  shapes: Sequence[tuple[int, ...]]) -> float:
+    """Run stage ``rank``'s ops of the plan (every stage's rows and orders: a stage posts its
+    receives from what its neighbours will send); returns the summed loss on the last stage
+    (0.0 elsewhere). ``x`` is needed on stage 0, ``y`` on the last stage; ``shapes[s]`` is
+    stage s's per-sample output shape."""
+    last = rank == world - 1
+    rows, order = rows_all[rank], orders_all[rank]
+    starts = _starts(rows)
+    if starts[-1] != B:
+        raise ValueError(f"stage {rank}: microbatch sizes {list(rows)} do not sum to B={B}")
+    acts = Inbox(rank - 1, TAG_ACT, _messages(rows_all[rank - 1], orders_all[rank - 1], "F"),
+                 shapes[rank - 1]) if rank > 0 else None
+    grads = Inbox(rank + 1, TAG_GRAD, _messages(rows_all[rank + 1], orders_all[rank + 1], "B"),
+                  shapes[rank]) if not last else None
+    saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    pending: list = []
+    total = 0.0
+    for kind, j in order:
+        a, b = starts[j], starts[j + 1]
+        if kind == "F":
+            if rank == 0:
+                inp = x[a:b]
+            else:
+                inp = acts.take(a, b).requires_grad_()
+            out = module(inp)
+            if last:
+                out = loss_sum(out, y[a:b]) / B
+                total += float(out.detach())
+            else:
+                pending += isend(out, a, rank + 1, TAG_ACT)
+            saved[j] = (inp, out)
+        elif kind == "B":
+            inp, out = saved.pop(j)
+            if last:
+                out.backward()
+            else:
+                out.backward(grads.take(a, b))
+            if rank > 0:
+                pending += isend(inp.grad, a, rank - 1, TAG_GRAD)
+        else:
+            raise ValueError(f"unknown op {kind!r}")
+    if saved:
+        raise ValueError(f"stage {rank}: forwards without backward: {sorted(saved)}")
+    for box in (acts, grads):
+        if box is not None:
+            box.close()
+    for w in pending[::4]:
+        w.wait()
+    for w in pending[1::4]:
+        w.wait()
+    return total

@@ -1,0 +1,42 @@
+"""The standard baselines: torch.distributed.pipelining's ``ScheduleGPipe`` and
+``Schedule1F1B`` on the same stage modules, with M equal microbatches (M must divide B:
+torch splits the target the same way as the input and rejects mismatched sizes)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+TORCH_SCHEDULES = ("torch-gpipe", "torch-1f1b")
+
+
+def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B: int,
+              loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable:
+    """Returns ``step(x, y) -> loss`` running one iteration of the torch schedule on this rank."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    if B % M:
+        raise ValueError(f"{schedule}: M={M} must divide B={B}")
+    cls = {"torch-gpipe": ScheduleGPipe, "torch-1f1b": Schedule1F1B}[schedule]
+    stage = PipelineStage(module, rank, world, torch.device("cpu"))
+    b = B // M
+
+    def loss_fn(out, tgt):  # mean over the microbatch; scale_grads divides by M -> minibatch mean
+        return loss_sum(out, tgt) / b
+
+    sched = cls(stage, n_microbatches=M, loss_fn=loss_fn, scale_grads=True)
+
+    def step(x, y) -> float:
+        if rank == 0:
+            sched.step(x)
+            return 0.0
+        if rank == world - 1:
+            losses: list = []
+            sched.step(target=y, losses=losses)
+            return float(sum(float(l.detach()) for l in losses)) / M
+        sched.step()
+        return 0.0
+
+    return step

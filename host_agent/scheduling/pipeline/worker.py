@@ -1,0 +1,141 @@
+"""The entry point of a stage process (started by :mod:`.launch`)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.distributed as dist
+
+from . import cgroups
+from .models import build_layers, cut, load_model
+from .stage import run_iteration, stage_shapes
+from .torch_schedules import TORCH_SCHEDULES, make_step
+
+
+@dataclass
+class StageConfig:
+    model: str
+    cuts: list[int]
+    B: int
+    steps: int
+    schedule: str  # "ours" (replays rows/orders) or torch-gpipe / torch-1f1b
+    rows: list[list[int]] = field(default_factory=list)  # ours: per-stage microbatch sizes
+    orders: list[list[tuple[str, int]]] = field(default_factory=list)
+    M: int = 0  # torch schedules: microbatch count
+    warmup: int = 1
+    lr: float = 0.05
+    momentum: float = 0.9
+    seed: int = 0
+    backend: str = "gloo"
+    port: int = 0
+    threads: int = 1
+    cgroups: list[str | None] = field(default_factory=list)  # per rank: cgroup path to join
+    timeout_s: float = 300.0
+    out_dir: str = ""
+    save_params: bool = False
+    runs: list[dict] = field(default_factory=list)  # several schedules in one session (see runs_of)
+
+
+def stage_main(cfg: StageConfig, rank: int) -> None:
+    world = len(cfg.cuts) + 1
+    if cfg.cgroups and cfg.cgroups[rank]:
+        cgroups.join(cfg.cgroups[rank])
+    torch.set_num_threads(cfg.threads)
+    dist.init_process_group(cfg.backend, init_method=f"tcp://127.0.0.1:{cfg.port}", rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=cfg.timeout_s))
+    try:
+        spec = load_model(cfg.model)
+        runs = [_Run(cfg, run, spec, rank, world) for run in runs_of(cfg)]
+        # interleaved: iteration k of every schedule, then iteration k+1, ... so that a change
+        # in the host's load hits every schedule alike
+        for step in range(cfg.warmup + cfg.steps):
+            x, y = spec.make_batch(cfg.B, step)
+            for r in runs:
+                r.iteration(step, x, y, timed=step >= cfg.warmup)
+        results = []
+        for i, r in enumerate(runs):
+            if cfg.save_params:
+                torch.save(r.module.state_dict(), os.path.join(cfg.out_dir, f"rank{rank}.run{i}.pt"))
+            results.append(dict(times=r.times, losses=r.losses))
+        dist.barrier()
+        with open(os.path.join(cfg.out_dir, f"rank{rank}.json"), "w") as f:
+            json.dump(dict(rank=rank, pid=os.getpid(), runs=results), f)
+    finally:
+        dist.destroy_process_group()
+
+
+def runs_of(cfg: StageConfig) -> list[dict]:
+    """The runs of one session: ``cfg.runs`` or the single run the top-level fields describe."""
+    if cfg.runs:
+        return cfg.runs
+    return [dict(schedule=cfg.schedule, rows=cfg.rows, orders=cfg.orders, M=cfg.M)]
+
+
+class _Run:
+    """One schedule of a session: its own copy of the stage (same seed: same initial weights),
+    optimizer, and timings."""
+
+    def __init__(self, cfg: StageConfig, run: dict, spec, rank: int, world: int):
+        self.cfg, self.spec, self.rank, self.world = cfg, spec, rank, world
+        stages = cut(build_layers(spec, cfg.seed), cfg.cuts)
+        self.module = stages[rank]
+        self.opt = torch.optim.SGD(self.module.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+        schedule = run["schedule"]
+        self.torch_step = None
+        if schedule in TORCH_SCHEDULES:
+            self.torch_step = make_step(schedule, self.module, rank, world, int(run["M"]), cfg.B, spec.loss_sum)
+        elif schedule != "ours":
+            raise ValueError(f"unknown schedule {schedule!r}")
+        else:
+            self.rows_all = [[int(v) for v in r] for r in run["rows"]]
+            self.orders_all = [[(str(k), int(j)) for k, j in o] for o in run["orders"]]
+            self.shapes = stage_shapes(stages, spec.make_batch(1, 0)[0])
+        self.times: list[tuple[float, float]] = []
+        self.losses: list[float] = []
+
+    def iteration(self, step: int, x, y, timed: bool) -> None:
+        dist.barrier()
+        t0 = time.perf_counter()
+        if self.torch_step is not None:
+            loss = self.torch_step(x, y)
+        else:
+            loss = run_iteration(self.module, self.rank, self.world, self.rows_all, self.orders_all, self.cfg.B,
+                                 x, y, self.spec.loss_sum, self.shapes)
+        self.opt.step()
+        self.opt.zero_grad()
+        t1 = time.perf_counter()
+        if timed:
+            self.times.append((t0, t1))
+            self.losses.append(loss)
+
+
+def config_dict(cfg: StageConfig) -> dict:
+    return asdict(cfg)
+
+
+def config_from_dict(d: dict) -> StageConfig:
+    d = dict(d)
+    d["orders"] = [[(str(k), int(j)) for k, j in o] for o in d.get("orders", [])]
+    return StageConfig(**d)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m host_agent.scheduling.pipeline.worker CONFIG.json RANK", file=sys.stderr)
+        return 2
+    with open(args[0]) as f:
+        cfg = config_from_dict(json.load(f))
+    stage_main(cfg, int(args[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""``saatp profile``: measure a model on this machine for the given stage CPU quotas and write
+the profile JSON that ``saatp plan umpipe --profile`` and ``saatp train pipeline --profile``
+read."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..pipeline import cgroups
+from ..pipeline.models import load_model
+from . import costs
+from .calibrate import calibrate
+from .fit import fit_knee, fit_line
+from .link import measure_link
+
+DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _machine() -> dict:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import torch
+
+    return dict(cpu=cpu, cores=os.cpu_count(), torch=torch.__version__, python=platform.python_version())
+
+
+def _profile_device(model: str, q: float | None, sizes, min_s: float, tmp: str) -> dict:
+    out = os.path.join(tmp, f"dev-{cgroups_key(q)}.json")
+    cfg = dict(model=model, sizes=list(sizes), min_s=min_s, out=out, threads=1, cgroup=None)
+    groups = cgroups.CpuQuotas(prefix=f"saatp-{os.getpid()}-profile")
+    try:
+        if q is not None:
+            cfg["cgroup"] = groups.create(f"q{cgroups_key(q)}", q)
+        path = os.path.join(tmp, f"cfg-{cgroups_key(q)}.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        r = subprocess.run([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+        if r.returncode:
+            raise RuntimeError(f"profiling at quota {q} failed:\n{r.stdout[-3000:]}")
+    finally:
+        groups.remove()
+    with open(out) as f:
+        dev = json.load(f)
+    for L in dev["layers"]:
+        for kind in ("fwd", "bwd"):
+            pts = sorted((int(b), t) for b, t in L[kind].items())
+            L[f"fit_{kind}"] = fit_knee([p[0] for p in pts], [p[1] for p in pts])
+    return dev
+
+
+def cgroups_key(q: float | None) -> str:
+    return "none" if q is None else f"{float(q):g}"
+
+
+def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min_s: float = 0.05,
+                link_sizes=(4 << 10, 64 << 10, 512 << 10, 2 << 20), log=print, B: int | None = None,
+                calibrate_steps: int = 3, cuts: list[int] | None = None) -> dict:
+    """Layer profiles per distinct quota, link fit, and (if ``B``) a calibration on real
+    pipeline runs of ``len(quotas)`` stages."""
+    spec = load_model(model)
+    if any(q is not None for q in quotas):
+        why = cgroups.unavailable_reason()
+        if why:
+            raise RuntimeError(f"CPU quotas unavailable: {why} (use --quota none and no --slow)")
+    t0 = time.time()
+    devices = {}
+    with tempfile.TemporaryDirectory(prefix="saatp-prof-") as tmp:
+        for q in dict.fromkeys(quotas):
+            log(f"profiling {spec.name} layers at CPU quota {cgroups_key(q)} ...")
+            devices[cgroups_key(q)] = _profile_device(model, q, sizes, min_s, tmp)
+    log("measuring activation transfer between two processes ...")
+    pts = measure_link(link_sizes)
+    lat, per = fit_line([p[0] for p in pts], [p[1] for p in pts])
+    prof = dict(model=model, sizes=list(sizes), threads=1, machine=_machine(), stage_quotas=quotas,
+                devices=devices, link=dict(latency=lat, per_byte=per, points=pts))
+    if B:
+        log(f"calibrating on real {len(quotas)}-stage pipeline runs (B={B}) ...")
+        c = costs.build(prof, B, quotas, cuts)
+        prof["calibration"] = calibrate(c, model, quotas, steps=calibrate_steps)
+    prof["seconds"] = time.time() - t0
+    return prof
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="vgg-mini", help="vgg-mini, gpt-mini or MODULE:FN")
+    p.add_argument("--stages", type=int, default=4, help="number of pipeline stages (default 4)")
+    p.add_argument("--quota", default="auto",
+                   help="CPUs per stage process (cgroup v1 quota), 'auto' = 60%% of the cores / stages, 'none' = no cgroup")
+    p.add_argument("--slow", action="append", default=[], metavar="STAGE:QUOTA",
+                   help="give one stage a different CPU quota (repeatable)")
+    p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
+                   help="microbatch sizes to time (comma-separated)")
+    p.add_argument("--min-time", type=float, default=0.05,
+                   help="seconds per timing loop (default 0.05: five 10 ms quota periods)")
+    p.add_argument("--batch", type=int, default=64, help="minibatch size B for the calibration runs (default 64)")
+    p.add_argument("--cuts", help="layer cuts for the calibration runs (default: chain DP)")
+    p.add_argument("--no-calibrate", action="store_true", help="skip the calibration on real pipeline runs")
+    p.add_argument("--out", "--json", dest="out", required=True, metavar="FILE", help="where to write the profile")
+
+
+def parse_quota(text: str, stages: int) -> float | None:
+    if text == "auto":
+        return cgroups.default_quota(stages)
+    if text == "none":
+        return None
+    q = float(text)
+    if q <= 0:
+        raise ValueError("--quota must be > 0")
+    return q
+
+
+def run(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
+    try:
+        quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
+        sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+        if len(sizes) < 2 or sizes[0] < 1:
+            raise ValueError("--sizes needs at least two positive sizes")
+        cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
+        prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
+                           cuts=cuts)
+    except (ValueError, RuntimeError) as e:
+        print(f"saatp profile: {e}", file=sys.stderr)
+        return 2
+    with open(args.out, "w") as f:
+        json.dump(prof, f, indent=1)
+    for k, dev in prof["devices"].items():
+        tot = sum(L["fwd"][str(sizes[-1])] + L["bwd"][str(sizes[-1])] for L in dev["layers"])
+        print(f"quota {k}: {len(dev['layers'])} layers, fwd+bwd of b={sizes[-1]}: {tot * 1e3:.1f} ms, "
+              f"per-microbatch overhead {dev['overhead'] * 1e6:.0f} us")
+    print(f"link: {prof['link']['latency'] * 1e6:.0f} us + {prof['link']['per_byte'] * 1e9:.2f} ns/byte")
+    cal = prof.get("calibration")
+    if cal:
+        print(f"calibration (cuts {cal['cuts']}, B={cal['B']}): compute x{cal['compute_scale']:.2f}, "
+              f"+{cal['overhead_extra'] * 1e3:.2f} ms per microbatch op, link latency {cal['link_latency'] * 1e3:.2f} ms, rms error {cal['rms_rel_err'] * 100:.1f}%")
+        for p in cal["points"]:
+            print(f"  {p['label']:10s} measured {p['measured_s'] * 1e3:7.1f} ms  model {p['before_s'] * 1e3:7.1f} -> "
+                  f"{p['after_s'] * 1e3:7.1f} ms")
+    print(f"wrote {args.out} ({prof['seconds']:.0f} s)")
+    return 0

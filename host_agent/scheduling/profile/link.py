@@ -1,0 +1,99 @@
+"""Activation transfer time between two stage processes: ping-pong of header + payload
+messages (the runtime's wire format) over torch.distributed; one-way time = round trip / 2.
+
+``measure_link(sizes_bytes)`` starts two processes (``python -m ...profile.link``) and returns
+``[(bytes, seconds), ...]``."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Sequence
+
+import torch
+import torch.distributed as dist
+
+from ..pipeline.launch import free_port
+from ..pipeline.wire import isend, recv
+
+TAG = 7
+
+
+def _pingpong(rank: int, sizes: Sequence[int], min_s: float) -> list[tuple[int, float]]:
+    out = []
+    for nbytes in sizes:
+        t = torch.randn(max(1, nbytes // 4 // 8), 8)  # [samples, 8] floats
+        def once():
+            if rank == 0:
+                hs = isend(t, 0, 1, TAG)
+                hs[0].wait()
+                hs[1].wait()
+                recv(1, TAG)
+            else:
+                _, got = recv(0, TAG)
+                hs = isend(got, 0, 0, TAG)
+                hs[0].wait()
+                hs[1].wait()
+
+        once()
+        t0 = time.perf_counter()
+        once()
+        pilot = time.perf_counter() - t0
+        n = torch.tensor([max(3, min(2000, int(min_s / max(pilot, 1e-6))))])
+        dist.broadcast(n, 0)  # both sides run the same number of round trips
+        dist.barrier()
+        rounds = int(n.item())
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            once()
+        out.append((t.numel() * 4, (time.perf_counter() - t0) / rounds / 2))
+    return out
+
+
+def measure_link(sizes_bytes: Sequence[int], backend: str = "gloo", min_s: float = 0.05,
+                 timeout_s: float = 300.0) -> list[tuple[int, float]]:
+    d = tempfile.mkdtemp(prefix="saatp-link-")
+    cfg = dict(sizes=[int(s) for s in sizes_bytes], backend=backend, min_s=min_s, port=free_port(), out=d)
+    path = os.path.join(d, "config.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    procs = [subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.profile.link", path, str(r)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    try:
+        errs = [p.communicate(timeout=timeout_s)[1] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if any(p.returncode for p in procs):
+        raise RuntimeError("link measurement failed:\n" + "\n".join(e[-2000:] for e in errs))
+    with open(os.path.join(d, "link.json")) as f:
+        return [tuple(x) for x in json.load(f)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    with open(args[0]) as f:
+        cfg = json.load(f)
+    rank = int(args[1])
+    torch.set_num_threads(1)
+    dist.init_process_group(cfg["backend"], init_method=f"tcp://127.0.0.1:{cfg['port']}", rank=rank, world_size=2,
+                            timeout=datetime.timedelta(seconds=120))
+    try:
+        res = _pingpong(rank, cfg["sizes"], cfg["min_s"])
+        if rank == 0:
+            with open(os.path.join(cfg["out"], "link.json"), "w") as f:
+                json.dump(res, f)
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,126 @@
+"""Time each layer of a model in this process: forward and backward of a microbatch of b
+samples, for several b; the optimizer step per layer; bytes stashed for backward and sent
+to the next stage, per sample.
+
+Under a CPU quota a process runs in slices, so a layer is timed as the mean over a loop that
+lasts at least ``min_s`` (several quota periods), not as the minimum of a few calls.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from ..pipeline.models import ModelSpec, build_layers
+
+
+def _loop_time(fn, min_s: float, max_reps: int = 1000) -> float:
+    fn()  # warm-up (allocations, lazy init)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        el = time.perf_counter() - t0
+        if el >= min_s or n >= max_reps:
+            return el / n
+
+
+def _stash_bytes(layer: nn.Module, inp: torch.Tensor) -> int:
+    """Bytes autograd saves for backward in one forward of ``layer`` (a tensor saved twice is
+    counted once)."""
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        seen[id(t)] = t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = layer(inp)
+    del out
+    return sum(seen.values())
+
+
+def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, seed: int = 0) -> dict:
+    """Per layer: forward/backward seconds at each size, optimizer-step seconds, parameter bytes,
+    output and stash bytes per sample."""
+    layers = build_layers(spec, seed)
+    out: list[dict] = [dict(name=type(l).__name__, fwd={}, bwd={}) for l in layers]
+    for b in sizes:
+        x, _ = spec.make_batch(int(b), 0)
+        h = x
+        for i, layer in enumerate(layers):
+            inp = h.detach()
+            if inp.is_floating_point():
+                inp.requires_grad_()
+            y = layer(inp)
+            g = torch.randn_like(y)
+
+            def fwd(layer=layer, inp=inp):
+                layer(inp)  # with autograd recording, as in a training forward
+
+            def fwd_bwd(layer=layer, inp=inp, g=g):
+                layer(inp).backward(g)
+
+            tf = _loop_time(fwd, min_s)
+            tfb = _loop_time(fwd_bwd, min_s)
+            out[i]["fwd"][int(b)] = tf
+            out[i]["bwd"][int(b)] = max(tfb - tf, 1e-7)
+            if b == sizes[-1]:
+                out[i]["out_bytes_per_sample"] = y.detach().numel() * 4 / b
+                out[i]["stash_bytes_per_sample"] = _stash_bytes(layer, inp) / b
+            layer.zero_grad(set_to_none=True)
+            h = y.detach()
+    for i, layer in enumerate(layers):
+        params = [p for p in layer.parameters()]
+        out[i]["param_bytes"] = sum(p.numel() * p.element_size() for p in params)
+        if params:
+            for p in params:
+                p.grad = torch.zeros_like(p)
+            opt = torch.optim.SGD(params, lr=1e-9, momentum=0.9)
+            out[i]["opt"] = _loop_time(opt.step, min_s / 2)
+        else:
+            out[i]["opt"] = 0.0
+    return dict(layers=out)
+
+
+def microbatch_overhead(min_s: float = 0.2) -> float:
+    """Seconds of fixed per-microbatch work outside the layers in a stage process: slicing,
+    the autograd bookkeeping of a tiny forward + backward, the loss of one sample."""
+    lin = nn.Linear(1, 1)
+    x = torch.randn(4, 1)
+
+    def step():
+        inp = x[1:3].detach().requires_grad_()
+        out = lin(inp)
+        torch.cat([out, out]).sum().backward()
+
+    return _loop_time(step, min_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m host_agent.scheduling.profile.measure CONFIG.json``: profile in this process
+    (after joining ``cgroup`` if given) and write ``out``."""
+    import json
+    import sys
+
+    from ..pipeline import cgroups
+    from ..pipeline.models import load_model
+
+    args = sys.argv[1:] if argv is None else argv
+    with open(args[0]) as f:
+        cfg = json.load(f)
+    if cfg.get("cgroup"):
+        cgroups.join(cfg["cgroup"])
+    torch.set_num_threads(int(cfg.get("threads", 1)))
+    res = profile_layers(load_model(cfg["model"]), cfg["sizes"], cfg["min_s"])
+    res["overhead"] = microbatch_overhead(max(0.2, cfg["min_s"]))  # tiny op: many quota periods
+    with open(cfg["out"], "w") as f:
+        json.dump(res, f)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

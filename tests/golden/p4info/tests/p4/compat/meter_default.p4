@@ -1,0 +1,18 @@
+#include <core.p4>
+#include <v1model.p4>
+// an unconfigured meter marks every packet GREEN (0)
+header h_t { bit<8> a; bit<32> color; }
+struct H { h_t h; }
+struct M {}
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    meter(8, MeterType.packets) mt;
+    apply { sm.egress_spec = 1; mt.execute_meter((bit<32>)h.h.a, h.h.color); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply {} }
+control V(inout H h, inout M m) { apply {} }
+control C(inout H h, inout M m) { apply {} }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;

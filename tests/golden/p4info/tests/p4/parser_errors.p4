@@ -1,0 +1,103 @@
+// Custom errors with verify(), lookahead<>() and advance() in the parser.
+// Parser errors do not drop: ingress routes on standard_metadata.parser_error.
+// Bytes skipped with advance() are not part of any header nor of the payload.
+#include <core.p4>
+#include <v1model.p4>
+
+error {
+    BadVersion,
+    TooBig
+}
+
+header ethernet_t {
+    bit<48> dstAddr;
+    bit<48> srcAddr;
+    bit<16> etherType;
+}
+
+header v_t {
+    bit<4> version;
+    bit<4> len;
+    bit<8> kind;
+}
+
+struct headers_t {
+    ethernet_t ethernet;
+    v_t        v;
+}
+
+struct metadata_t {
+    bit<16> peek;
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            0x1234: look;
+            default: accept;
+        }
+    }
+    state look {
+        meta.peek = pkt.lookahead<bit<16>>();
+        transition select(pkt.lookahead<bit<4>>()) {
+            0xF: skip;
+            default: parse_v;
+        }
+    }
+    state skip {
+        pkt.advance(16);
+        transition parse_v;
+    }
+    state parse_v {
+        pkt.extract(hdr.v);
+        verify(hdr.v.version == 4, error.BadVersion);
+        verify(hdr.v.len <= 8, error.TooBig);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+    apply {
+        bit<8> code = 9;
+        if (standard_metadata.parser_error == error.NoError) {
+            code = 0;
+            hdr.ethernet.srcAddr[15:0] = meta.peek;
+        } else if (standard_metadata.parser_error == error.BadVersion) {
+            code = 1;
+        } else if (standard_metadata.parser_error == error.TooBig) {
+            code = 2;
+        } else if (standard_metadata.parser_error == error.PacketTooShort) {
+            code = 3;
+        }
+        standard_metadata.egress_spec = (bit<9>)code + 1;
+        if (hdr.v.isValid()) {
+            hdr.v.kind = code;
+        }
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
+    apply { }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.v);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(),
+         MyComputeChecksum(), MyDeparser()) main;

@@ -1,0 +1,110 @@
+"""The unequal-microbatch pipeline runtime trains exactly like one process would."""
+
+import os
+
+import pytest
+import torch
+
+from host_agent.scheduling.costmodel import PipelineCosts
+from host_agent.scheduling.orders import schedule
+from host_agent.scheduling.pipeline import launch, reference
+from host_agent.scheduling.pipeline.cgroups import CpuQuotas, unavailable_reason
+from host_agent.scheduling.pipeline.worker import StageConfig
+
+WARMUP, STEPS = 1, 2
+
+
+def _params_after(out_dir: str, world: int, run: int = 0) -> list[dict]:
+    return [torch.load(os.path.join(out_dir, f"rank{r}.run{run}.pt")) for r in range(world)]
+
+
+def _assert_same(got: list[dict], want: list[dict]) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for k in g:
+            torch.testing.assert_close(g[k], w[k], rtol=1e-4, atol=1e-5, msg=k)
+
+
+def _plan(B: int, rows, kind: str):
+    costs = PipelineCosts.from_arrays(B, [0.1] * len(rows), [0.01] * len(rows), send_lat=0.01)
+    return schedule(costs, rows, kind).orders
+
+
+def test_pipeline_matches_single_process_both_order_families(tmp_path):
+    """3 stages, unequal and differently chunked microbatches; one session runs a fill-drain
+    plan and a 1F1B-family plan, each from the same initial weights."""
+    B, cuts = 12, [4, 9]
+    fd = [[3, 5, 4], [2, 2, 8], [12]]
+    ofb = [[2, 2, 2, 6], [5, 7], [3, 3, 3, 3]]
+    runs = [dict(schedule="ours", rows=fd, orders=_plan(B, fd, "fill-drain")),
+            dict(schedule="ours", rows=ofb, orders=_plan(B, ofb, "1f1b"))]
+    cfg = StageConfig(model="vgg-mini", cuts=cuts, B=B, steps=STEPS, warmup=WARMUP, schedule="ours", runs=runs,
+                      save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path))
+    want = reference.train("vgg-mini", cuts, B, WARMUP + STEPS)
+    before = reference.train("vgg-mini", cuts, B, 0)
+    for i in range(2):
+        got = _params_after(out["out_dir"], 3, run=i)
+        # the parameters moved, and exactly as single-process training moved them
+        assert any(not torch.equal(got[0][k], before[0][k]) for k in got[0])
+        _assert_same(got, want)
+        assert len(out["runs"][i]["iteration_s"]) == STEPS and all(t > 0 for t in out["runs"][i]["iteration_s"])
+    assert out["runs"][0]["losses"] == pytest.approx(out["runs"][1]["losses"], rel=1e-5)
+
+
+@pytest.mark.slow
+def test_gpt_pipeline_matches_single_process(tmp_path):
+    rows = [[1, 3, 2, 4], [6, 4]]
+    cfg = StageConfig(model="gpt-mini", cuts=[3], B=10, steps=STEPS, warmup=WARMUP, schedule="ours", rows=rows,
+                      orders=_plan(10, rows, "1f1b"), save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path))
+    _assert_same(_params_after(out["out_dir"], 2), reference.train("gpt-mini", [3], 10, WARMUP + STEPS))
+
+
+def test_mismatched_rows_fail_clearly(tmp_path):
+    rows = [[4, 4], [5, 4]]  # second stage sums to 9, not 8
+    cfg = StageConfig(model="vgg-mini", cuts=[5], B=8, steps=1, warmup=0, schedule="ours", rows=rows,
+                      orders=[[("F", 0), ("F", 1), ("B", 1), ("B", 0)]] * 2)
+    with pytest.raises(ValueError, match="do not sum to B=8"):
+        launch.run(cfg, keep_dir=str(tmp_path), timeout_s=120)
+
+
+@pytest.mark.slow
+def test_torch_schedule_baseline_matches_single_process(tmp_path):
+    cfg = StageConfig(model="vgg-mini", cuts=[6], B=8, steps=STEPS, warmup=WARMUP, schedule="torch-1f1b", M=4,
+                      save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path))
+    _assert_same(_params_after(out["out_dir"], 2), reference.train("vgg-mini", [6], 8, WARMUP + STEPS))
+
+
+@pytest.mark.slow
+def test_pipeline_on_saatp_backend(tmp_path):
+    rows = [[3, 5], [2, 2, 4]]
+    cfg = StageConfig(model="vgg-mini", cuts=[5], B=8, steps=1, warmup=1, schedule="ours", rows=rows,
+                      orders=_plan(8, rows, "1f1b"), backend="saatp", save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path))
+    _assert_same(_params_after(out["out_dir"], 2), reference.train("vgg-mini", [5], 8, 2))
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_stage_processes_run_in_quota_cgroups_and_groups_are_removed(tmp_path):
+    rows = [[4, 4], [8]]
+    cfg = StageConfig(model="vgg-mini", cuts=[5], B=8, steps=1, warmup=0, schedule="ours", rows=rows,
+                      orders=_plan(8, rows, "fill-drain"), save_params=True)
+    before = set(os.listdir("/sys/fs/cgroup/cpu"))
+    out = launch.run(cfg, quotas=[0.5, 0.25], keep_dir=str(tmp_path))
+    assert set(os.listdir("/sys/fs/cgroup/cpu")) == before  # exactly ours removed, nothing else
+    _assert_same(_params_after(out["out_dir"], 2), reference.train("vgg-mini", [5], 8, 1))
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_cpu_quota_group_settings_and_cleanup():
+    with CpuQuotas(prefix=f"saatp-test-{os.getpid()}") as g:
+        p = g.create("stage0", 0.25)
+        with open(os.path.join(p, "cpu.cfs_quota_us")) as f:
+            quota = int(f.read())
+        with open(os.path.join(p, "cpu.cfs_period_us")) as f:
+            period = int(f.read())
+        assert quota == period // 4
+    assert not os.path.exists(p)

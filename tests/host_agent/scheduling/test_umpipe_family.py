@@ -1,0 +1,61 @@
+"""UMPIPE as an executable plan family: both order families, memory limits enforced."""
+
+import pytest
+
+from host_agent.scheduling.costmodel import PipelineCosts
+from host_agent.scheduling.orders import schedule
+from host_agent.scheduling.umpipe import family
+
+
+def _costs(B=24, static=1e6, stash=1e5):
+    c = PipelineCosts.from_arrays(B, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015], knee=[2, 1, 4, 1],
+                                  send_lat=0.002, send_beta=0.0001, tail=0.01)
+    c.info.update(static_bytes=[static] * 4, stash_bytes_per_sample=[stash] * 4)
+    return c
+
+
+def test_umpipe_is_never_worse_than_the_equal_baselines_in_the_model():
+    c = _costs()
+    fam = family.plan(c, mmax=8, pop=24, gens=15, evals=300, dual_check=False)
+    assert fam.best is not None
+    assert fam.best.predicted_s <= fam.gpipe_best.predicted_s + 1e-12
+    assert fam.best.predicted_s <= fam.f1b_best.predicted_s + 1e-12
+    # the returned orders are what the simulation timed
+    assert schedule(c, fam.best.rows, orders=fam.best.orders).makespan == pytest.approx(fam.best.predicted_s)
+
+
+def test_memory_limit_is_enforced():
+    c = _costs()
+    # fill-drain stashes all 24 samples: 1e6 + 24e5 = 3.4e6 bytes; allow 2.5e6 -> only 1F1B-like plans fit
+    limit = [2.5e6] * 4
+    fam = family.plan(c, mmax=8, limit=limit, pop=24, gens=15, evals=300, dual_check=False)
+    assert fam.gpipe_best is None and fam.fill_drain is None
+    assert fam.best is not None and fam.best.kind == "1f1b"
+    for cand in [fam.best, fam.one_f_one_b, fam.f1b_best]:
+        assert all(m <= l for m, l in zip(cand.memory_bytes, limit))
+        assert cand.memory_bytes == [1e6 + 1e5 * p for p in cand.peak_samples]
+    unlimited = family.plan(c, mmax=8, pop=24, gens=15, evals=300, dual_check=False)
+    assert unlimited.best.predicted_s <= fam.best.predicted_s + 1e-12
+
+
+def test_nothing_fits_returns_no_plan():
+    c = _costs(static=5e6)
+    fam = family.plan(c, mmax=8, limit=[4e6] * 4, pop=24, gens=5, evals=50, dual_check=False)
+    assert fam.best is None and fam.gpipe_best is None and fam.f1b_best is None
+
+
+def test_memory_limits_need_memory_figures():
+    c = PipelineCosts.from_arrays(8, [0.1, 0.1], [0.01, 0.01])
+    with pytest.raises(ValueError, match="memory figures"):
+        family.evaluate(c, [[8], [8]], "fill-drain", limit=[1e9, 1e9])
+
+
+def test_unequal_plans_can_beat_equal_ones_under_1f1b():
+    # a slow, overhead-heavy last stage wants few large microbatches, the fast first stages
+    # many small ones to fill the pipeline early
+    c = PipelineCosts.from_arrays(32, [0.0005, 0.0005, 0.02], [0.001, 0.001, 0.004], knee=[1, 1, 1])
+    c.info.update(static_bytes=[0.0] * 3, stash_bytes_per_sample=[1.0] * 3)
+    fam = family.plan(c, mmax=16, pop=24, gens=20, evals=800, dual_check=False)
+    best_equal = min(fam.gpipe_best.predicted_s, fam.f1b_best.predicted_s)
+    assert fam.best.predicted_s < best_equal * 0.995
+    assert len({len(r) for r in fam.best.rows}) > 1  # stages really use different microbatch counts
