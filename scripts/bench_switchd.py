@@ -136,9 +136,13 @@ def main(argv=None) -> int:
     finally:
         proc.terminate()
         try:
-            proc.wait(10)
+            rest, _ = proc.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            rest = ""
+    stats = [ln for ln in (rest or "").splitlines() if ln.startswith("saatp switch: stats ")]
+    if stats:   # the switch's own counters: what it read, forwarded, and dropped by reason
+        print(stats[-1])
     best = max((r["delivered_pps"] for r in results if r["loss"] < 0.01), default=0)
     print(f"\nin-process Switch.process baseline: {inproc:,.0f} pps")
     print(f"switch process, best rate with < 1% loss: {best:,.0f} pps "

@@ -15,14 +15,24 @@ Semantics are those of the scalar code: values are held canonically in int64 (``
 vector path runs only when the shared register index is in bounds; otherwise the scalar
 statements run (BMv2: an out-of-bounds read leaves the destination unchanged, so lanes would
 depend on each other).  After the group the scalar locals hold lane K-1's values, as they
-would after the scalar code.  Switch: ``SAATP_P4_VECTORIZE=0`` (or ``Compiler(vectorize=False)``).
+would after the scalar code.  Switch: ``SAATP_P4_VECTORIZE=0`` (or ``Compiler(vectorize=False)``);
+``SAATP_P4_LANES_DEBUG=1`` prints why a candidate group stayed scalar.
+
+Supported lane bodies: straight-line assignments to locals and lane fields, register-like
+``read``/``write`` (:meth:`ArchHooks.lane_array`) at one shared, lane-invariant index, the
+operators ``+ - * & | ^ |+| |-| ~``, unary ``-``, shifts by constants, lane-invariant operands
+of any kind (without calls), and reductions ``x = x | e`` (also ``&``, ``^``) into a
+lane-invariant ``x`` read nowhere else in the group.  Locals must be written in a lane before
+they are read there (no value carried from lane to lane).  Values up to 32 bits; registers of
+one size and cell type, declared in the control.  Only inside controls (not parsers, not
+top-level actions).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from .. import nodes as A
 from ..types import Bits, HeaderT, InfInt, StructT
@@ -32,6 +42,8 @@ from .symbols import InstSym, Var
 MIN_LANES = 4          # fewer lanes are not worth a numpy call
 MAX_PERIOD = 12        # statements per lane that the detector tries
 MAX_WIDTH = 32         # lane values up to bit<32>/int<32> (int64 arithmetic stays exact)
+_PACK = {(8, False): ("B", "u1"), (16, False): ("H", "u2"), (32, False): ("I", "u4"),
+         (8, True): ("b", "i1"), (16, True): ("h", "i2"), (32, True): ("i", "i4")}
 _REDUCE = {"|": "np.bitwise_or", "&": "np.bitwise_and", "^": "np.bitwise_xor"}
 
 
@@ -44,7 +56,7 @@ class _NoLanes(Exception):
     """The candidate group is outside the vectorisable subset: keep the scalar code."""
 
 
-def _chain(e: Any) -> Optional[str]:
+def _chain(e: Any) -> str | None:
     if isinstance(e, A.Path):
         return ("." if e.top else "") + e.name
     if isinstance(e, A.Member):
@@ -53,7 +65,7 @@ def _chain(e: Any) -> Optional[str]:
     return None
 
 
-def _skeleton(x: Any, slots: list, nodes: Optional[list] = None) -> str:
+def _skeleton(x: Any, slots: list, nodes: list | None = None) -> str:
     """A key for the shape of ``x`` with every name chain (``a``, ``hdr.p.v0``, a call's object)
     replaced by a slot; the chains are appended to ``slots`` (and the nodes to ``nodes``)."""
     if isinstance(x, A.Call) and isinstance(x.func, A.Member) and _chain(x.func.obj) is not None:
@@ -136,14 +148,14 @@ class LanesMixin:
         ok = False
         try:
             self._stmt_out, self._cur_fn, self._lv_roots = Out(), fn, []
-            gen = _LaneGen(self, scope, varying, k, out.ind)
+            gen = _LaneGen(self, scope, varying, k)
             gen.body(lanes[0])
             if self._stmt_out.lines:
                 raise _NoLanes("hoisted code")
             ok = True
         except _NoLanes as e:
             _debug(f"lanes: {k} x {period} statements kept scalar: {e}")
-        except Exception as e:  # anything unexpected: the scalar code reports real errors
+        except Exception as e:  # noqa: BLE001 -- anything unexpected: the scalar code that follows reports real errors
             _debug(f"lanes: {k} x {period} statements kept scalar: {type(e).__name__}: {e}")
         finally:
             self._stmt_out, self._cur_fn, self._lv_roots, self.cur_loc = saved
@@ -205,12 +217,12 @@ class _LaneGen:
     """Numpy code for the statements of lane 0, where ``varying`` marks the name chains that
     change from lane to lane (id(node) -> the chain in each lane)."""
 
-    def __init__(self, comp, scope, varying: dict, k: int, ind: int):
+    def __init__(self, comp, scope, varying: dict, k: int):
         self.c, self.scope, self.varying, self.k = comp, scope, varying, k
         self.out: list[str] = []
         self.vec_locals: dict[str, tuple[str, Bits, Var, Any]] = {}   # name -> (py, ty, var, node)
         self.fields: dict[tuple, dict] = {}     # lane chains -> {py, ty, parent, names, dirty}
-        self.index: Optional[tuple] = None      # (node key, code, type, size)
+        self.index: tuple | None = None      # (node key, code, type, size)
         self.index_py = comp.fresh("li")
         self.assigned_chains: set[str] = set()
         self.read_chains: set[str] = set()
@@ -232,7 +244,7 @@ class _LaneGen:
             if f["dirty"]:
                 targets = ", ".join(f"{f['parent']}.{n}" for n in f["names"])
                 tail.append(f"{targets}, = {f['py']}.tolist()")
-        for name, (py, ty, var, node) in self.vec_locals.items():
+        for py, _ty, _var, node in self.vec_locals.values():
             _, _, assign = self.c.lvalue(node, self.scope)
             tail.extend(assign(f"int({py}[-1])"))
         return self.out + tail
@@ -428,7 +440,14 @@ class _LaneGen:
         ppy = self.c.fresh("lp")
         fpy = self.c.fresh("lf")
         self.out.append(f"{ppy} = {pc}")
-        self.out.append(f"{fpy} = np.array(({', '.join(f'{ppy}.{n}' for n in pys)},), dtype=np.int64)")
+        vals = ", ".join(f"{ppy}.{n}" for n in pys)
+        code = _PACK.get((ty.width, ty.signed))
+        if code is not None:        # struct packs the K ints faster than numpy converts a tuple
+            self.c._uses_struct = True
+            self.out.append(f"{fpy} = np.frombuffer(_struct.pack('={len(pys)}{code[0]}', {vals}), "
+                            f"'{code[1]}').astype(np.int64)")
+        else:
+            self.out.append(f"{fpy} = np.array(({vals},), dtype=np.int64)")
         self.fields[chains] = {"py": fpy, "ty": ty, "parent": ppy, "names": pys, "dirty": False}
         return chains
 

@@ -37,6 +37,6 @@ def _s8(x: int) -> int:
 @pytest.mark.parametrize("a,b", [(0, 0), (3, 100), (-7, 77), (127, 127), (-128, -128), (5, -3)])
 def test_wrapped_signed_operands(a, b):
     sw = switch_from_source(PROGRAM)
-    (port, out), = sw.process(0, bytes([a & 0xFF, b & 0xFF, 0, 0]))
+    (_port, out), = sw.process(0, bytes([a & 0xFF, b & 0xFF, 0, 0]))
     assert _s8(out[2]) == _s8(a * _s8(b + b))
     assert _s8(out[3]) == _s8(-_s8(a + b))
