@@ -247,11 +247,18 @@ class SlotClaim:
         self.keys = []
 
 
+def _peek(store, key: str) -> bytes:
+    """The value of ``key``, or b"" when it is not set, without blocking: c10d's ``get`` waits
+    for a missing key, while ``compare_set(key, "", "")`` answers at once (it creates the key
+    empty, which every reader here takes for "not set")."""
+    return bytes(store.compare_set(key, "", ""))
+
+
 def shared_switch(store, global_ranks: list[int], my_rank: int) -> dict | None:
     """The switch a group of ``global_ranks`` can join: one set up by a group of this job that
     contains all of them and is still alive in this process. None if there is none."""
     try:
-        raw = bytes(root_store(store).compare_set(CURRENT_SWITCH_KEY, "", ""))
+        raw = _peek(root_store(store), CURRENT_SWITCH_KEY)
     except Exception:  # noqa: BLE001 - a store without compare_set: no sharing
         return None
     if not raw:
@@ -308,7 +315,7 @@ def publish_world(ctx, layout: dict, nslots: int) -> Callable[[], None]:
 
     def withdraw() -> None:
         try:
-            cur = bytes(root.compare_set(CURRENT_SWITCH_KEY, "", ""))
+            cur = _peek(root, CURRENT_SWITCH_KEY)
             if cur and json.loads(cur.decode()).get("grpc") == world["grpc"]:
                 root.set(CURRENT_SWITCH_KEY, "")
         except Exception:  # noqa: BLE001 - the store may be gone already
