@@ -6,6 +6,8 @@
     saatp plan umpipe|lyapunov|cgp [...]
     saatp profile [...]; saatp train pipeline [...]
     saatp demo
+    saatp switch ...; saatp switch-cli [--control-addr 127.0.0.1:PORT] [COMMAND]
+    saatp ptf PROGRAM.p4 --test-dir DIR [--mode udp|veth] [--ports N] [-- PTF ARGS...]
 
 Each subcommand imports its implementation lazily, so ``saatp --help`` stays fast.
 """
@@ -36,6 +38,7 @@ def _add_p4(sub: argparse._SubParsersAction) -> None:
     t.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     t.add_argument("-v", "--verbose", action="store_true")
     t.add_argument("--allow-target-extensions", action="store_true", help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
+    t.add_argument("--lenient", action="store_true", help="accept STF forms p4c's own runner refuses")
     t.set_defaults(func=_p4_stf)
 
     r = s.add_parser("run", help="push packets through a program and print what comes out")
@@ -81,6 +84,8 @@ def _p4_stf(args: argparse.Namespace) -> int:
         argv.append("-v")
     if args.allow_target_extensions:
         argv.append("--allow-target-extensions")
+    if args.lenient:
+        argv.append("--lenient")
     return stf_main(argv)
 
 
@@ -90,7 +95,7 @@ def _p4_run(args: argparse.Namespace) -> int:
     try:
         sw = load_switch(args.program, include_dirs=args.include,
                          allow_target_extensions=args.allow_target_extensions,
-                         log=(lambda m: print("  |", m)) if args.log else None)
+                         log=print if args.log else None)
     except P4Error as e:
         print(e, file=sys.stderr)
         return 1
@@ -129,6 +134,10 @@ LAZY = {
     ("experiment", "mininet"): ("emulation.net.runner", "the same in Mininet, with saatp switch or BMv2"),
     ("train", "pipeline"): ("host_agent.scheduling.train.cli",
                             "pipeline training, one process per stage (UMPIPE, GPipe, 1F1B, torch schedules)"),
+    ("train", "groups"): ("host_agent.scheduling.groups.cli",
+                          "data+model-parallel groups under time-varying CPU quotas (Lyapunov vs baselines)"),
+    ("train", "cgp"): ("host_agent.scheduling.cgp.train_cli",
+                       "CGP on real processes: sync groups, async parameter server (vs BSP/ASP/SSP)"),
 }
 GROUP_HELP = {"plan": "scheduling planners for heterogeneous clusters",
               "experiment": "protocol experiments (SA-ATP and baselines)",
@@ -177,6 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_p4(sub)
     sub.add_parser("switch", help="the switch process, like simple_switch_grpc (saatp switch --help)",
                    add_help=False)
+    sub.add_parser("switch-cli", help="runtime commands for a running switch: set_queue_rate, set_queue_depth "
+                                      "(saatp switch-cli --help)", add_help=False)
+    sub.add_parser("ptf", help="run a PTF test directory against saatp switch (saatp ptf --help)",
+                   add_help=False)
     _add_lazy_groups(sub)
     for n, (_, h) in LAZY_SINGLE.items():
         sub.add_parser(n, help=h, add_help=False)
@@ -190,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the switch process keeps simple_switch_grpc's own command-line shape
         from emulation.switchd import main as sw_main
         return sw_main(argv[1:])
+    if argv[:1] == ["switch-cli"]:
+        from emulation.switch_control import main as cli_main
+        return cli_main(argv[1:])
+    if argv[:1] == ["ptf"]:
+        from emulation.testing.ptf_runner import main as ptf_main
+        return ptf_main(argv[1:], prog="saatp ptf")
     if len(argv) >= 2 and (argv[0], argv[1]) in LAZY:
         return _run_lazy(argv[0], argv[1], argv[2:])
     if argv[:1] and argv[0] in LAZY_SINGLE:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from host_agent import wire
-from host_agent.constants import SAATP_P4, SWITCH_IP, SWITCH_MAC
+from host_agent.constants import DEFAULT_K, SAATP_P4, SWITCH_IP, SWITCH_MAC
 from host_agent.clock import VirtualClock
 from host_agent.controller import Controller, JobSpec
 from host_agent.helper import ParameterServer
@@ -336,7 +336,7 @@ class IterationResult:
     overflow: list[bool] = field(default_factory=list)
 
 
-def add_job(net: Network, job: int, nworkers: int, *, k: int = 64, pool: int = 32,
+def add_job(net: Network, job: int, nworkers: int, *, k: int = DEFAULT_K, pool: int = 32,
             t_s: float = 0.050, mode: str = "saatp", switch_t_s: float | None = None,
             resend_data: bool = False, with_ps: bool = False, **cfg_kw: Any) -> Job:
     """Create ``nworkers`` workers (and a PS for ``mode='atp'``), their ports and the job's
@@ -364,7 +364,7 @@ def add_job(net: Network, job: int, nworkers: int, *, k: int = 64, pool: int = 3
     return Job(spec, cfg, workers, eps, ps)
 
 
-def add_ring_job(net: Network, nworkers: int, *, k: int = 64, window: int = 32,
+def add_ring_job(net: Network, nworkers: int, *, k: int = DEFAULT_K, window: int = 32,
                  rto: float = 0.025, job: int = 0) -> Job:
     """A host-only ring all-reduce among ``nworkers`` new endpoints (switch = IPv4 router)."""
     eps = [net.add_endpoint() for _ in range(nworkers)]

@@ -36,6 +36,23 @@ pipeline loaded), sent and ``tx_failed``; and frames sent to ports without an in
 (``no_egress_port``).  For every port ``rx = forwarded + pipeline + error + no_program``.
 They are printed as one line ``saatp switch: stats {JSON}`` every ``--stats-interval``
 seconds, on SIGUSR1 (the stats request), and when the switch stops.
+
+Egress queues (``emulation/v1model/queues.py``, BMv2's traffic manager): ``--queue-rate PPS``
+/ ``--queue-rate PORT:PPS`` and ``--queue-depth N`` / ``--queue-depth PORT:N`` set what BMv2's
+``set_queue_rate`` / ``set_queue_depth`` set (BMv2 has no command-line option for them),
+``--priority-queues N`` is simple_switch's own option (also accepted after ``--``), and
+``--control-addr 127.0.0.1:PORT`` serves ``saatp switch-cli`` (``emulation/switch_control.py``)
+to change them at run time.  While some queue has a rate (or there are priority queues) the
+pipeline runs ingress, queues, and the event loop runs egress when a packet's departure time
+comes (it sleeps until the next one); otherwise packets run to completion as without
+queues.  A packet the pipeline sends to a queue counts as ``forwarded`` on its ingress port;
+if the queue is full it is dropped there and counted as ``queue_drops`` on its egress port, and the statistics line gets a
+``queues`` object (per port: queued, high water, enqueued, dequeued, tail and priority drops).
+
+Back-pressure (docs/queues.md): ports send without waiting; a port whose link refuses frames
+(a ``tc``-shaped veth) keeps them, the loop waits for POLLOUT on it while serving the others,
+and its egress queue is held (queues attached even with no queue option), so packets queue
+up there as in BMv2, whose transmit thread blocks instead.
 """
 from __future__ import annotations
 
@@ -48,6 +65,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -56,7 +74,10 @@ from emulation.p4.preprocess import parse_defines
 from emulation.p4runtime.device import Device
 from emulation.p4runtime.device_config import compile_source
 from emulation.p4runtime.server import P4RuntimeServer
+from emulation.switch_control import ControlError, ControlServer, SwitchCommands, parse_addr
 from emulation.v1model.load import load_switch
+from emulation.v1model.queues import DEFAULT_DEPTH, EgressQueues, QueueConfigError, parse_port_values
+from emulation.v1model.trace import bmv2_line, line_level, trace_levels
 from host_agent.channels import (ImpairedPort, PcapTap, PcapWriter, PortClosed, PortError, open_port,
                                  parse_impairment, parse_port_spec)
 
@@ -84,7 +105,6 @@ UNSUPPORTED = {
     "--grpc-server-cert": "TLS for the gRPC server is not supported",
     "--grpc-server-key": "TLS for the gRPC server is not supported",
     "--grpc-server-with-client-auth": "TLS for the gRPC server is not supported",
-    "--priority-queues": "priority queues are not modelled",
     "--enable-swap": "live pipeline swapping: use SetForwardingPipelineConfig instead",
     "--load-modules": "BMv2 extern modules cannot be loaded",
 }
@@ -113,8 +133,10 @@ def _main_parser() -> argparse.ArgumentParser:
                     help="write per-port pcap files DIR/<port>_in.pcap and _out.pcap")
     ap.add_argument("--log-console", action="store_true", help="per-packet trace on standard output")
     ap.add_argument("--log-file", metavar="FILE", help="per-packet trace into FILE")
-    ap.add_argument("-L", "--log-level", default="info",
-                    choices=["trace", "debug", "info", "warn", "error", "off"])
+    ap.add_argument("-L", "--log-level", default=None,
+                    choices=["trace", "debug", "info", "warn", "error", "off"],
+                    help="lowest level of the per-packet log (default trace: every line, as BMv2) and of "
+                         "the switch's own messages (default info)")
     ap.add_argument("-I", dest="include", action="append", default=[], metavar="DIR")
     ap.add_argument("-D", dest="define", action="append", default=[], metavar="NAME[=VALUE]")
     ap.add_argument("--allow-target-extensions", action="store_true",
@@ -128,6 +150,17 @@ def _main_parser() -> argparse.ArgumentParser:
                     help="frames read from one port before turning to the next (default 64)")
     ap.add_argument("--exit-with-parent", type=int, default=None, metavar="PID",
                     help="stop when process PID (the one that started this switch) is gone (saatp extension)")
+    ap.add_argument("--queue-rate", action="append", default=[], metavar="PPS|PORT:PPS",
+                    help="egress queue rate in packets/s, every port or one (repeatable; BMv2's set_queue_rate; "
+                         "default: no limit)")
+    ap.add_argument("--queue-depth", action="append", default=[], metavar="N|PORT:N",
+                    help=f"egress queue depth in packets, every port or one (repeatable; BMv2's set_queue_depth; "
+                         f"default {DEFAULT_DEPTH})")
+    ap.add_argument("--priority-queues", type=int, default=None, metavar="N",
+                    help="egress queues per port, served by standard_metadata.priority (as simple_switch)")
+    ap.add_argument("--control-addr", default=None, metavar="127.0.0.1:PORT",
+                    help="serve runtime commands (set_queue_rate, set_queue_depth, show_queues, stats) for "
+                         "`saatp switch-cli` on this local TCP address (port 0: any free port)")
     ap.add_argument("--grpc-server-addr", default=None, help=argparse.SUPPRESS)
     return ap
 
@@ -137,6 +170,7 @@ def _target_parser() -> argparse.ArgumentParser:
     ap.add_argument("--grpc-server-addr", default=None)
     ap.add_argument("--cpu-port", type=int, default=None)
     ap.add_argument("--drop-port", type=int, default=None)
+    ap.add_argument("--priority-queues", type=int, default=None)
     return ap
 
 
@@ -191,7 +225,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     _check_unsupported(main_argv + target_argv)
     args = _main_parser().parse_args(main_argv)
     t = _target_parser().parse_args(target_argv)
-    for k in ("grpc_server_addr", "cpu_port", "drop_port"):
+    for k in ("grpc_server_addr", "cpu_port", "drop_port", "priority_queues"):
         v = getattr(t, k)
         if v is not None:
             setattr(args, k, v)
@@ -219,12 +253,39 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--rx-batch {args.rx_batch}: must be >= 1")
     if ":" not in args.grpc_server_addr:
         raise UsageError(f"--grpc-server-addr {args.grpc_server_addr}: expected HOST:PORT")
+    try:
+        args.queues = build_queues(args)
+        if args.control_addr is not None:
+            parse_addr(args.control_addr)
+    except (QueueConfigError, ControlError) as e:
+        raise UsageError(str(e)) from None
     return args
+
+
+def build_queues(args: argparse.Namespace) -> EgressQueues | None:
+    """The egress queues the command line asks for (None: no queue option and no control socket)."""
+    rate, rates = parse_port_values(args.queue_rate, "--queue-rate", float)
+    depth, depths = parse_port_values(args.queue_depth, "--queue-depth", int)
+    if not (args.queue_rate or args.queue_depth or args.priority_queues or args.control_addr):
+        return None
+    q = EgressQueues(priorities=args.priority_queues or 1,
+                     depth=DEFAULT_DEPTH if depth is None else depth, rate=rate or 0.0)
+    for port, v in rates.items():
+        q.set_rate(v, port)
+    for port, v in depths.items():
+        q.set_depth(v, port)
+    return q
 
 
 PORT_COUNTERS = ("rx", "forwarded", "pipeline", "error", "no_program", "tx", "tx_failed")
 DEFAULT_RX_BATCH = 64
 LINK_CHECK_INTERVAL = 0.5
+# frames kept for a port whose link refuses them while no egress queue holds the port
+# (normally only what one batch produced; beyond this they count as tx_failed)
+BACKLOG_LIMIT = 4096
+# packets a port coming back from back-pressure may send before the loop looks at its link
+# again (BMv2 keeps up to 128 in its output buffer between egress and the transmit thread)
+LINK_BUDGET = 8
 
 
 class SwitchStats:
@@ -235,8 +296,9 @@ class SwitchStats:
     it: a full socket buffer, nobody listening); ``rx_overflow`` is read from the kernel.
     """
 
-    def __init__(self, ports: dict[int, Any]):
+    def __init__(self, ports: dict[int, Any], queues: Any = None):
         self.ports = ports
+        self.queues = queues
         self.counts: dict[int, dict[str, int]] = {n: dict.fromkeys(PORT_COUNTERS, 0) for n in ports}
         self.no_egress_port = 0
         self.to_cpu = 0
@@ -254,7 +316,13 @@ class SwitchStats:
             row["tx"] = int(ps.get("tx_frames", 0))
             row["tx_failed"] = int(ps.get("tx_dropped", 0))
             out[str(n)] = row
-        return {"ports": out, "no_egress_port": self.no_egress_port, "to_cpu": self.to_cpu}
+        snap = {"ports": out, "no_egress_port": self.no_egress_port, "to_cpu": self.to_cpu}
+        q = self.queues
+        if q is not None:   # egress queue drops count on the egress port
+            for n, row in out.items():
+                row["queue_drops"] = q.tail_drops.get(int(n), 0) + q.priority_drops.get(int(n), 0)
+            snap["queues"] = q.stats()
+        return snap
 
 
 class SwitchDaemon:
@@ -269,21 +337,30 @@ class SwitchDaemon:
                  cpu_port: int | None = None, grpc_addr: str | None = DEFAULT_GRPC_ADDR,
                  device_config: bytes = b"", trace: Callable[[str], None] | None = None,
                  compile_source: Callable[..., Any] | None = None, switch_kw: dict | None = None,
-                 rx_batch: int = DEFAULT_RX_BATCH):
+                 rx_batch: int = DEFAULT_RX_BATCH, queues: EgressQueues | None = None):
         self.ports = dict(ports)
         if cpu_port is not None and cpu_port in self.ports:
             raise ValueError(f"port {cpu_port} is the CPU port; do not attach an interface to it")
         self.trace = trace
         self.rx_batch = max(1, int(rx_batch))
-        self.stats = SwitchStats(self.ports)
+        # egress queues (emulation/v1model/queues.py): the running switch goes through them
+        # while any queue has a rate or there are priority queues (sync_queues)
+        self.queues = queues
+        self._queued = False
+        self.stats = SwitchStats(self.ports, queues)
         # frames the pipeline emits on the loop thread, sent per port after each batch
         self._pending: dict[int, list[bytes]] = {}
+        # back-pressure: frames a port's link refused, per port, sent when it is writable
+        # again (the loop waits for POLLOUT on it; its egress queue is held meanwhile)
+        self._backlog: dict[int, deque] = {}
+        self._sel: selectors.BaseSelector | None = None
         self._loop_ident: int | None = None
         kw: dict[str, Any] = {"transmit": self._transmit, "switch_kw": switch_kw or {}}
         if compile_source is not None:
             kw["compile_source"] = compile_source
         self.device = Device(device_id=device_id, cpu_port=cpu_port, **kw)
         self.device.packet_in_listeners.append(self._count_packet_in)
+        self.device.pipeline_listeners.append(self.sync_queues)
         if switch is not None:
             self.device.load_program(switch, device_config)
         self.server = None
@@ -297,6 +374,21 @@ class SwitchDaemon:
     def grpc_address(self) -> str | None:
         return self.server.address if self.server else None
 
+    def sync_queues(self) -> None:
+        """Give the running switch the egress queues when shaping is on (called on pipeline
+        changes and queue-setting changes); the event loop takes them away again once shaping
+        is off and they are empty, so without shaping packets run to completion."""
+        q = self.queues
+        if q is None:
+            return
+        with self.device.lock:
+            sw = self.device.switch
+            if sw is None or sw.queues is q or not (q.shaping() or q.held):
+                return
+            q.flush()            # packets of a replaced pipeline cannot run its successor's egress
+            sw.attach_queues(q)
+            self._queued = True
+
     def _count_packet_in(self, _pin: Any) -> None:
         self.stats.to_cpu += 1
 
@@ -305,10 +397,9 @@ class SwitchDaemon:
         if p is None:
             self.stats.no_egress_port += 1
             if self.trace:
-                self.trace(f"egress port {port} has no interface: frame of {len(frame)} bytes dropped")
+                self.trace(bmv2_line("W", f"egress port {port} has no interface: frame of {len(frame)} bytes "
+                                          f"dropped"))
             return
-        if self.trace:
-            self.trace(f"port {port} out: {len(frame)} bytes")
         if threading.get_ident() == self._loop_ident:
             q = self._pending.get(port)
             if q is None:
@@ -324,41 +415,125 @@ class SwitchDaemon:
     def _flush(self) -> None:
         pending, self._pending = self._pending, {}
         for port, frames in pending.items():
+            backlog = self._backlog.get(port)
+            if backlog is not None:           # the link is busy: behind what it refused
+                self._add_backlog(port, backlog, frames)
+                continue
             p = self.ports[port]
             try:
-                p.send_batch(frames)
+                n = p.send_some(frames)
+                if n < len(frames) or p.tx_stalled():
+                    self._wait_for_link(port, frames[n:])
             except Exception as e:  # PortClosed and friends
                 self.request_stop(f"port {port} ({p.name}) failed on send: {e}")
+
+    def _add_backlog(self, port: int, backlog: deque, frames: list[bytes]) -> None:
+        room = BACKLOG_LIMIT - len(backlog)
+        if len(frames) > room:                # only without queues to hold the port (see sync_queues)
+            lost = len(frames) - max(room, 0)
+            st = self.ports[port].stats
+            st["tx_dropped"] = st.get("tx_dropped", 0) + lost
+            frames = frames[:max(room, 0)]
+        backlog.extend(frames)
+
+    def _wait_for_link(self, port: int, rest: list[bytes]) -> None:
+        """Back-pressure: ``port``'s link refused ``rest``.  Keep them, wait for POLLOUT on the
+        port, and hold its egress queue so that packets for it queue up in the traffic manager
+        (and see the real enq_qdepth) instead of in front of the link; other ports go on."""
+        p = self.ports[port]
+        fd = p.fileno()
+        if fd is None or self._sel is None:   # cannot wait for this port: what it refused is lost
+            st = p.stats
+            st["tx_dropped"] = st.get("tx_dropped", 0) + len(rest)
+            return
+        self._backlog[port] = deque(rest)
+        self._sel.modify(fd, selectors.EVENT_READ | selectors.EVENT_WRITE, port)
+        q = self.queues
+        if q is None:                         # no queue option given: BMv2's defaults, no rate
+            q = self.queues = self.stats.queues = EgressQueues()
+        with self.device.lock:
+            q.hold(port)
+            sw = self.device.switch
+            if sw is not None and sw.queues is not q:
+                q.flush()                     # anything left belongs to a replaced pipeline
+                sw.attach_queues(q)           # queued path while some port is held
+                self._queued = True
+
+    def _link_writable(self, port: int) -> None:
+        """POLLOUT on a port with a backlog: send what it takes; once all is gone, release
+        its egress queue and stop waiting for POLLOUT."""
+        backlog = self._backlog[port]
+        p = self.ports[port]
+        try:
+            n = p.send_some(list(backlog))
+        except Exception as e:  # PortClosed and friends
+            self.request_stop(f"port {port} ({p.name}) failed on send: {e}")
+            return
+        for _ in range(n):
+            backlog.popleft()
+        if backlog or p.tx_stalled():
+            return
+        del self._backlog[port]
+        fd = p.fileno()
+        if fd is not None and self._sel is not None:
+            self._sel.modify(fd, selectors.EVENT_READ, port)
+        if self.queues is not None:
+            with self.device.lock:
+                self.queues.release(port, LINK_BUDGET)
 
     def _run_batch(self, num: int, frames: list[bytes]) -> None:
         c = self.stats.counts[num]
         c["rx"] += len(frames)
-        dev, stats, trace = self.device, self.stats, self.trace
+        if self._queued:
+            self._run_each(num, frames, c)
+        else:
+            # run to completion: the whole batch under one acquisition of the device lock
+            results = self.device.process_batch(num, frames)
+            if results is None:
+                c["no_program"] += len(frames)
+            else:
+                sent = failed = 0
+                for out in results:
+                    if type(out) is list:
+                        if out:              # to a port or to the CPU
+                            sent += 1
+                    else:
+                        failed += 1
+                        self._packet_error(num, out, c)
+                c["forwarded"] += sent
+                c["pipeline"] += len(results) - sent - failed
+        self._flush()
+
+    def _run_each(self, num: int, frames: list[bytes], c: dict[str, int]) -> None:
+        """One packet at a time, for the egress queues: a packet the pipeline handed to a
+        queue counts as forwarded (the queue's ``offered`` moves) though nothing left yet."""
+        dev, stats, q = self.device, self.stats, self.queues
         for f in frames:
-            if trace:
-                trace(f"port {num} in: {len(f)} bytes")
             if dev.switch is None:
                 c["no_program"] += 1
                 continue
             cpu_before = stats.to_cpu
+            offered = q.offered
             try:
                 front = dev.process(num, f)
             except Exception as e:  # a P4 assertion or a target bug must not kill the switch
-                c["error"] += 1
-                if c["error"] <= 3 or log.isEnabledFor(logging.DEBUG):
-                    log.warning("packet from port %d dropped: %s: %s", num, type(e).__name__, e)
-                if trace:
-                    trace(f"packet from port {num} dropped: {type(e).__name__}: {e}")
+                self._packet_error(num, e, c)
                 continue
-            if front or stats.to_cpu != cpu_before:
+            if front or stats.to_cpu != cpu_before or q.offered != offered:
                 c["forwarded"] += 1
             else:
                 c["pipeline"] += 1
-        self._flush()
+
+    def _packet_error(self, num: int, e: BaseException, c: dict[str, int]) -> None:
+        c["error"] += 1
+        if c["error"] <= 3 or log.isEnabledFor(logging.DEBUG):
+            log.warning("packet from port %d dropped: %s: %s", num, type(e).__name__, e)
+        if self.trace:
+            self.trace(bmv2_line("E", f"packet from port {num} dropped: {type(e).__name__}: {e}"))
 
     def _event_loop(self) -> None:
         self._loop_ident = threading.get_ident()
-        sel = selectors.DefaultSelector()
+        sel = self._sel = selectors.DefaultSelector()
         polled: list[int] = []        # ports without a descriptor: read every turn
         for num, p in sorted(self.ports.items()):
             fd = p.fileno()
@@ -377,7 +552,14 @@ class SwitchDaemon:
                     timeout = 0.002
                 else:
                     timeout = 0.2
-                ready = [key.data for key, _ in sel.select(timeout)] if sel.get_map() else []
+                if self._queued:             # wake up when the next queued packet may leave
+                    timeout = self._queue_timeout(timeout)
+                ready = []
+                for key, events in (sel.select(timeout) if sel.get_map() else ()):
+                    if events & selectors.EVENT_WRITE:
+                        self._link_writable(key.data)
+                    if events & selectors.EVENT_READ:
+                        ready.append(key.data)
                 if not ready and not hot and not sel.get_map():
                     time.sleep(timeout)
                 todo = set(ready) | hot | set(polled)
@@ -394,6 +576,8 @@ class SwitchDaemon:
                         hot.add(num)
                     if frames:
                         self._run_batch(num, frames)
+                if self._queued:
+                    self._drain_queues()
                 now = time.monotonic()
                 if now >= next_check:
                     next_check = now + LINK_CHECK_INTERVAL
@@ -408,7 +592,40 @@ class SwitchDaemon:
             log.exception("the switch's event loop failed")
             self.request_stop(f"event loop failed: {type(e).__name__}: {e}")
         finally:
+            self._sel = None
             sel.close()
+
+    def _queue_timeout(self, timeout: float) -> float:
+        with self.device.lock:
+            nd = self.queues.next_departure()
+        if nd is None:
+            return timeout
+        return min(timeout, max(0.0, nd - time.monotonic()))
+
+    def _drain_queues(self) -> None:
+        """Egress for what the queues release now; sent like a batch's outputs.  A port that
+        came back from back-pressure is released LINK_BUDGET packets at a time, and again
+        as long as its link takes them, so packets wait in its queue rather than in front of
+        its link."""
+        q = self.queues
+        while True:
+            try:
+                self.device.advance()
+            except Exception as e:  # noqa: BLE001 - as in _run_batch: a failing packet must not stop the switch
+                log.warning("egress of a queued packet failed: %s: %s", type(e).__name__, e)
+            self._flush()
+            spent = [p for p in q.held if p not in self._backlog]   # budget used, link not full
+            if not spent:
+                break
+            with self.device.lock:
+                for p in spent:
+                    q.release(p, LINK_BUDGET)
+        if not len(q) and not q.shaping() and not q.held:
+            with self.device.lock:
+                sw = self.device.switch
+                if sw is not None and not len(q) and not q.shaping() and not q.held:
+                    sw.attach_queues(None)
+                    self._queued = False
 
     def request_stop(self, reason: str = "") -> None:
         if not self.stop_event.is_set():
@@ -432,6 +649,10 @@ class SwitchDaemon:
             self.server.stop(0.2)
         for t in self._threads:
             t.join(2)
+        for port, backlog in self._backlog.items():   # refused by a busy link, never sent
+            st = self.ports[port].stats
+            st["tx_dropped"] = st.get("tx_dropped", 0) + len(backlog)
+        self._backlog.clear()
         for p in self.ports.values():
             try:
                 p.close()
@@ -501,7 +722,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"saatp switch: error: {e}", file=sys.stderr)
         return 2
     level = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
-             "error": logging.ERROR, "off": logging.CRITICAL + 1}[args.log_level]
+             "error": logging.ERROR, "off": logging.CRITICAL + 1}[args.log_level or "info"]
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
 
     out_lock = threading.Lock()
@@ -514,15 +735,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError as e:
             print(f"saatp switch: error: --log-file {args.log_file}: {e.strerror}", file=sys.stderr)
             return 2
-    t0 = time.monotonic()
+    keep = trace_levels(args.log_level or "trace")
 
-    def trace(msg: str) -> None:
-        line = f"[{time.monotonic() - t0:10.6f}] {msg}\n"
+    def trace(line: str) -> None:
+        # lines come whole, in BMv2's shape (emulation/v1model/trace.py); -L filters by level
+        if line_level(line) not in keep:
+            return
+        line += "\n"
         with out_lock:
             for s in sinks:
                 s.write(line)
                 s.flush()
-    trace_fn = trace if sinks else None
+    trace_fn = trace if sinks and keep else None
 
     switch = None
     device_config = b""
@@ -553,7 +777,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         d = SwitchDaemon(ports, switch, device_id=args.device_id, cpu_port=args.cpu_port,
                          grpc_addr=args.grpc_server_addr, device_config=device_config, trace=trace_fn,
                          switch_kw=switch_kw, compile_source=_compiler(args.allow_target_extensions),
-                         rx_batch=args.rx_batch)
+                         rx_batch=args.rx_batch, queues=args.queues)
     except (OSError, ValueError) as e:
         for p in ports.values():
             p.close()
@@ -578,11 +802,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             old[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread (embedded use): the caller stops us
             pass
+    control = None
     try:
         d.start()
+        if args.control_addr is not None:
+            try:
+                control = ControlServer(args.control_addr, SwitchCommands(
+                    d.queues, d.device.lock, changed=d.sync_queues, stats=d.stats.snapshot)).start()
+            except ControlError as e:
+                print(f"saatp switch: error: {e}", file=sys.stderr)
+                return 2
         names = ", ".join(f"{n}@{p.name}" for n, p in sorted(ports.items())) or "none"
+        extra = f", control on {control.address}" if control is not None else ""
         print(f"saatp switch: device {args.device_id}, ports {names}, cpu port {args.cpu_port}, "
-              f"P4Runtime on {d.grpc_address}, program {args.program or '(none: --no-p4)'}", flush=True)
+              f"P4Runtime on {d.grpc_address}{extra}, program {args.program or '(none: --no-p4)'}", flush=True)
         tick = 0.5 if not args.stats_interval else min(0.5, args.stats_interval)
         next_stats = time.monotonic() + args.stats_interval if args.stats_interval else None
         while not d.wait(tick):
@@ -595,6 +828,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 next_stats += args.stats_interval
                 print_stats()
     finally:
+        if control is not None:
+            control.stop()
         d.stop()
         print_stats()
         for s, h in old.items():

@@ -25,6 +25,11 @@ SAATP_P4 = P4SRC / "saatp.p4"
 # on one switch comes out of these.
 SWITCH_SLOTS = 1024
 
+# K, the int32 lanes of one SA-ATP packet, where nothing else is said: 256 (a 1,094-byte data
+# frame, within a 1500-byte MTU). Paths that carry bigger datagrams may go up to the protocol's
+# wire.MAX_LANES (the torch engine's UDP tunnels do: see torch_backend/options.py).
+DEFAULT_K = 256
+
 
 def worker_mac(wid: int) -> str:
     """The MAC a worker's frames carry when no real interface gives one (UDP tunnels)."""

@@ -16,22 +16,23 @@ payload (K x int32 big-endian, present iff flags & F_PAYLOAD)``.
 """
 from __future__ import annotations
 
-from .protocol.codec import Header, WireError, format_header, pack, unpack
+from .protocol.codec import (BYTE_FIELDS, LANE_DTYPE, Header, WireError, data_packets, format_header, pack,
+                             unpack)
 from .protocol.framing import (ETH_LEN, IP_LEN, L2L4, L2L4_LEN, UDP_LEN, FrameTemplate, csum16,
-                               ip_bytes, ip_int, mac_bytes, mac_int, strip_frame)
+                               ip_bytes, ip_int, mac_bytes, mac_int, strip_frame, udp_payload)
 from .protocol.layout import (CTRL, DATA, F_ECN, F_OVERFLOW, F_PAYLOAD, F_REDIRECT, F_RELEASED,
-                              F_RESEND, F_SET, F_UCAST, FLAG_NAMES, FLUSH, HDR_LEN, HRESULT,
+                              F_RESEND, F_SET, F_UCAST, FLAG_NAMES, FLUSH, HDR_LEN, HRESULT, LANE_LEN,
                               MAX_KLOG2, MAX_LANES, MAX_WORKERS, NACK, NO_WID, PACK, PARTIAL,
                               PROBE, RESULT, RING_ACK, RING_DATA, RING_PORT, SA_HEADER, SA_PORT,
                               SWITCH_WID, TYPE_NAMES, VERSION, serial_newer)
 from .protocol.scapy_layer import from_scapy, scapy_layer, to_scapy
 
 __all__ = [
-    "Header", "WireError", "format_header", "pack", "unpack",
+    "BYTE_FIELDS", "LANE_DTYPE", "Header", "WireError", "data_packets", "format_header", "pack", "unpack",
     "ETH_LEN", "IP_LEN", "L2L4", "L2L4_LEN", "UDP_LEN", "FrameTemplate", "csum16", "ip_bytes",
-    "ip_int", "mac_bytes", "mac_int", "strip_frame",
+    "ip_int", "mac_bytes", "mac_int", "strip_frame", "udp_payload",
     "CTRL", "DATA", "F_ECN", "F_OVERFLOW", "F_PAYLOAD", "F_REDIRECT", "F_RELEASED", "F_RESEND",
-    "F_SET", "F_UCAST", "FLAG_NAMES", "FLUSH", "HDR_LEN", "HRESULT", "MAX_KLOG2", "MAX_LANES",
+    "F_SET", "F_UCAST", "FLAG_NAMES", "FLUSH", "HDR_LEN", "HRESULT", "LANE_LEN", "MAX_KLOG2", "MAX_LANES",
     "MAX_WORKERS", "NACK", "NO_WID", "PACK", "PARTIAL", "PROBE", "RESULT", "RING_ACK",
     "RING_DATA", "RING_PORT", "SA_HEADER", "SA_PORT", "SWITCH_WID", "TYPE_NAMES", "VERSION",
     "serial_newer",

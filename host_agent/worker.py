@@ -17,16 +17,20 @@ from typing import Callable
 import numpy as np
 
 from . import wire
+from .constants import DEFAULT_K
 from .rtt import RttEstimator
 from .clock import EventLoop
 from .helper import HelperRole
+
+_FLAGS_AT = wire.BYTE_FIELDS["flags"][0]
+_RESULT_LEN = [wire.HDR_LEN + wire.LANE_LEN * (1 << kl) for kl in range(wire.MAX_KLOG2 + 1)]
 
 
 @dataclass
 class AgentConfig:
     job: int = 0
     nworkers: int = 2
-    k: int = 64
+    k: int = DEFAULT_K
     pool: int = 32             # P: slots per set = window of outstanding chunks
     t_s: float = 0.050         # straggler threshold (s); also scales the host timers
     rto: float | None = None   # first retransmission timeout, default t_s / 2
@@ -75,15 +79,19 @@ class WorkerStats:
 
 
 class _Iteration:
-    def __init__(self, it: int, q: np.ndarray, f: int, k: int):
+    """One iteration's state. ``pk`` holds every DATA packet, built at once
+    (:func:`~host_agent.protocol.codec.data_packets`) in the worker's reused send buffer, and
+    ``res`` the results, in one of the worker's reused result buffers."""
+
+    def __init__(self, it: int, n: int, f: int, k: int, pk: np.ndarray, res: np.ndarray):
         self.it = it
-        self.n = len(q)
+        self.n = n
         self.c = max(1, -(-self.n // k))
-        pad = np.zeros(self.c * k, dtype=np.int32)
-        pad[:self.n] = q
-        self.qbe = pad.astype(">i4").tobytes()
+        self.pk = pk
+        self.row = pk.shape[1]
+        self.pkmv = memoryview(pk.reshape(-1))
         self.f = f
-        self.res = np.zeros((self.c, k), dtype=np.int32)
+        self.res = res
         self.have = np.zeros(self.c, dtype=bool)
         self.ovf = np.zeros(self.c, dtype=bool)
         self.released = np.zeros(self.c, dtype=bool)
@@ -126,14 +134,24 @@ class Worker:
         self.cur: _Iteration | None = None
         self.cache: dict[int, _Iteration] = {}
         self.on_done: Callable[[int, np.ndarray, bool], None] | None = None
+        self.on_chunk: Callable[[int, np.ndarray], None] | None = None
+        # reused between iterations: one send buffer (only the current iteration sends DATA),
+        # and cache_iters + 1 result buffers (the current one and those of the cached ones)
+        self._pkbuf = np.empty(0, dtype=np.uint8)
+        self._resbufs: list[np.ndarray] = [np.empty(0, dtype=np.int32) for _ in range(cfg.cache_iters + 1)]
+        self._starts = 0
         self.iter_times: list[float] = []
         self.rtt = RttEstimator(cfg.rto, cfg.rto_max)
 
     # ------------------------------------------------------------------ api
     def start(self, it: int, q: np.ndarray, f: int = 0,
-              on_done: Callable[[int, np.ndarray, bool], None] | None = None) -> None:
+              on_done: Callable[[int, np.ndarray, bool], None] | None = None,
+              on_chunk: Callable[[int, np.ndarray], None] | None = None) -> None:
         """Start iteration ``it`` (1..65535) all-reducing the int32 vector ``q`` made with
-        exponent ``f``.  ``on_done(it, sums, overflowed)`` is called once all results are in."""
+        exponent ``f``.  ``on_done(it, sums, overflowed)`` is called once all results are in;
+        ``sums`` is a view of the worker's result buffer, valid until ``cache_iters + 1`` more
+        iterations have started (copy it to keep it).  ``on_chunk(seq, sums_of_chunk)``, if
+        given, is called for every chunk result as it comes in."""
         if not 0 < it <= 0xFFFF:
             raise ValueError(f"iteration number must be in 1..65535, got {it}")
         q = np.ascontiguousarray(q, dtype=np.int32).ravel()
@@ -143,13 +161,44 @@ class Worker:
             raise RuntimeError(f"worker {self.wid}: iteration {self.cur.it} still running")
         if self.cur is not None:
             self._stash(self.cur)
-        self.cur = st = _Iteration(it, q, f, self.cfg.k)
+        k = self.cfg.k
+        c = max(1, -(-len(q) // k))
+        row = wire.HDR_LEN + 4 * k
+        if self._pkbuf.size < c * row:
+            self._pkbuf = np.empty(c * row, dtype=np.uint8)
+        i = self._starts % len(self._resbufs)
+        self._starts += 1
+        if self._resbufs[i].size < c * k:
+            self._resbufs[i] = np.empty(c * k, dtype=np.int32)
+        tpl = wire.Header(type=wire.DATA, flags=wire.F_PAYLOAD, job=self.cfg.job, wid=self.wid,
+                          nworkers=self.cfg.nworkers, iter=it, nvalid=k, bitmap=self.bit, exp=f,
+                          klog2=self.klog2)
+        pk = wire.data_packets(tpl, q, self._pkbuf, self.cfg.pool, wire.F_SET)
+        self.cur = st = _Iteration(it, len(q), f, k, pk, self._resbufs[i][:c * k].reshape(c, k))
         st.t_start = st.last_progress = self.loop.now()
         st.wd_timeout = cfg_rt = self.cfg.result_timeout
         st.tail_timeout = min(cfg_rt, 2 * self.cfg.rto)
         self.on_done = on_done
+        self.on_chunk = on_chunk
         for seq in range(min(self.cfg.pool, st.c)):
             self._send_data(st, seq)
+
+    def cancel(self) -> None:
+        """Give up the current iteration (its caller found it cannot complete, e.g. the ranks'
+        sizes differ): no more sends, timers or callbacks for it; the next :meth:`start` may
+        follow at once."""
+        st = self.cur
+        if st is None or st.t_done is not None:
+            return
+        st.t_done = self.loop.now()
+        if st.watchdog is not None:
+            st.watchdog.cancel()
+            st.watchdog = None
+        for t in st.timers.values():
+            t.cancel()
+        st.timers.clear()
+        st.released[:] = True
+        self.on_done = self.on_chunk = None
 
     @property
     def done(self) -> bool:
@@ -176,9 +225,12 @@ class Worker:
                            nvalid=nvalid, bitmap=self.bit, exp=st.f, klog2=self.klog2)
 
     def _data_bytes(self, st: _Iteration, seq: int, flags: int = 0) -> bytes:
-        h = self._hdr(st, wire.DATA, seq, flags | wire.F_PAYLOAD)
-        kb = 4 * self.cfg.k
-        return h.pack() + st.qbe[seq * kb:(seq + 1) * kb]
+        b = st.pkmv[seq * st.row:(seq + 1) * st.row]
+        if not flags:
+            return b.tobytes()
+        out = bytearray(b)
+        out[_FLAGS_AT] |= flags
+        return bytes(out)
 
     @property
     def rto(self) -> float:
@@ -248,7 +300,7 @@ class Worker:
             self.stats.dup_results += 1
             return
         self.stats.results += 1
-        st.res[seq] = vals
+        st.res[seq] = vals          # a native array, or the big-endian lanes of a packet
         st.have[seq] = True
         st.ovf[seq] = bool(h.flags & wire.F_OVERFLOW)
         st.missing -= 1
@@ -257,6 +309,10 @@ class Worker:
         st.tail_timeout = min(self.cfg.result_timeout, 2 * self.cfg.rto)
         self._release(st, seq)
         self._fast_result_probe(st, seq)
+        if self.on_chunk is not None:
+            self.on_chunk(seq, st.res[seq])
+            if st.t_done is not None:   # on_chunk cancelled the iteration
+                return
         if st.missing == 0:
             st.t_done = self.loop.now()
             if st.watchdog is not None:
@@ -353,6 +409,23 @@ class Worker:
     def on_message(self, data: bytes) -> None:
         """Handle one SA-ATP packet (the UDP payload).  Never raises on bad input."""
         self.stats.bytes_rx += len(data)
+        # the common packet first: a RESULT of the current iteration, its lanes converted
+        # straight from the packet into the result buffer
+        try:
+            h = wire.Header.unpack(data)
+        except wire.WireError:
+            self.stats.bad += 1
+            return
+        if h.type == wire.RESULT and h.flags & wire.F_PAYLOAD and h.job == self.cfg.job \
+                and h.klog2 == self.klog2 and h.version == wire.VERSION \
+                and len(data) == _RESULT_LEN[self.klog2]:
+            st = self.cur
+            if st is not None and h.iter == st.it and h.seq < st.c:
+                self._store_result(st, h, np.frombuffer(data, dtype=wire.LANE_DTYPE, count=self.cfg.k,
+                                                        offset=wire.HDR_LEN))
+            else:
+                self.stats.dup_results += 1   # an older iteration's result (late replica)
+            return
         try:
             h, vals = wire.unpack(data)
         except wire.WireError:

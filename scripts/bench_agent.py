@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from host_agent import wire  # noqa: E402
-from host_agent.constants import SWITCH_IP, SWITCH_MAC, worker_ip, worker_mac  # noqa: E402
+from host_agent.constants import DEFAULT_K as K, SWITCH_IP, SWITCH_MAC, worker_ip, worker_mac  # noqa: E402
 from host_agent.quantize import quantize  # noqa: E402
 
 
@@ -52,14 +52,14 @@ def main(argv=None) -> int:
     def packetize():
         for x in xs:
             q = quantize(x, f)[0]
-            c = -(-N // 64)
-            pad = np.zeros(c * 64, np.int32)
+            c = -(-N // K)
+            pad = np.zeros(c * K, np.int32)
             pad[:N] = q
             be = pad.astype(">i4").tobytes()
             tpl = wire.FrameTemplate(worker_mac(0), SWITCH_MAC, worker_ip(0), SWITCH_IP)
             for s in range(c):
                 h = wire.Header(type=wire.DATA, flags=wire.F_PAYLOAD, seq=s, iter=1, slot=s % 32)
-                tpl.frame(h.pack() + be[s * 256:(s + 1) * 256])
+                tpl.frame(h.pack() + be[s * 4 * K:(s + 1) * 4 * K])
 
     t_pk = best(packetize, a.repeat)
 
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     ref = np.sum(np.stack(qs).astype(np.int64), axis=0)
     assert np.array_equal(job.workers[0].result()[0], ref)
 
-    print(f"{n} workers x {N} elements (K=64, {-(-N // 64)} chunks per worker)")
+    print(f"{n} workers x {N} elements (K={K}, {-(-N // K)} chunks per worker)")
     print(f"  numpy quantize+sum           {total / t_np:14,.0f} elements/s")
     print(f"  quantize+packetize (frames)  {total / t_pk:14,.0f} elements/s"
           f"   ({t_pk / t_np:.1f}x numpy time)")

@@ -19,7 +19,6 @@ Parts:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -29,6 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from host_agent.scheduling import costmodel as CM  # noqa: E402
+from host_agent.scheduling.result_files import write_json  # noqa: E402
 from host_agent.scheduling.umpipe import baselines as bl  # noqa: E402
 from host_agent.scheduling.umpipe.cli import compare  # noqa: E402
 from host_agent.scheduling.umpipe.dgap import DGAP, _random_row  # noqa: E402
@@ -167,8 +167,7 @@ def main() -> int:
     res = {p: fns[p](a.quick) for p in parts}
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
     if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(res, fh, indent=1)
+        write_json(a.json, res)
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the SA-ATP switch program (``p4src/saatp.p4``) for a given number of lanes K.
 
-    python scripts/gen_saatp_p4.py                 # K=64 -> p4src/saatp.p4
+    python scripts/gen_saatp_p4.py                 # K=256 (constants.DEFAULT_K) -> p4src/saatp.p4
     python scripts/gen_saatp_p4.py -k 256 -o /tmp/saatp256.p4 --slots 2048
 
 A thin command line over :mod:`host_agent.protocol.p4gen`, which holds the generator (an

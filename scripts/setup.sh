@@ -11,7 +11,7 @@ cd "$here"
 PY=${PYTHON:-python3}
 VENV=${SAATP_VENV:-$here/.venv}
 stamp_dir=$VENV/.saatp-setup
-APT_PKGS=(iproute2 ethtool mininet bridge-utils iputils-ping tcpdump)
+APT_PKGS=(iproute2 ethtool mininet bridge-utils iputils-ping tcpdump gcc libc6-dev python3-dev)  # gcc + headers: ptf's netifaces has no wheel
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 

@@ -1,5 +1,20 @@
 """Fixtures shared by the whole suite."""
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compile_cache_in_tmp(tmp_path_factory):
+    """Compiled P4 programs are cached (emulation/v1model/compile_cache.py) in a directory of
+    this test session, inherited by the switch processes the tests start, never in ~/.cache."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
 
 
 @pytest.fixture(scope="session")

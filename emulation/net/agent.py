@@ -33,7 +33,7 @@ import numpy as np
 from host_agent import wire
 from host_agent.baselines.ring import RingWorker
 from host_agent.clock import RealClock
-from host_agent.constants import SWITCH_IP
+from host_agent.constants import DEFAULT_K, SWITCH_IP
 from host_agent.transport import UdpSocketTransport
 from host_agent.worker import AgentConfig, Worker
 
@@ -233,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--elements", type=int, default=4096)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--k", type=int, default=64, help="int32 values per message (power of two)")
+    ap.add_argument("--k", type=int, default=DEFAULT_K,
+                    help=f"int32 values per message (power of two; default {DEFAULT_K}, the lanes of p4src/saatp.p4)")
     ap.add_argument("--window", type=int, default=32)
     ap.add_argument("--rto", type=float, default=0.05)
     ap.add_argument("--port", type=int, default=0)
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the result file says what went wrong
         res = {"ok": False, "error": f"{type(e).__name__}: {e}", "iters": []}
     res.update(workload=a.workload, rank=a.rank, host=a.host, delay_ms=a.delay_ms, started=t0,
-               pid=os.getpid())
+               pid=os.getpid(), cpu_s=round(time.process_time(), 3))   # CPU this agent used (all threads)
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1)

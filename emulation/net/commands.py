@@ -7,7 +7,11 @@ Both follow ``simple_switch_grpc``'s shape, which the p4lang tutorials and p4-ut
         -- --grpc-server-addr 127.0.0.1:50051 [--cpu-port 255]
 
 ``saatp switch`` takes the same options (it runs the P4 *source*, not p4c's JSON, has no
-Thrift server, and adds ``--impair PORT:SPEC`` for loss/delay/rate on what a port sends).
+Thrift server, and adds ``--impair PORT:SPEC`` for loss/delay/rate on what a port sends,
+``--queue-rate PORT:PPS`` / ``--queue-depth PORT:N`` for its egress queues and
+``--control-addr`` for ``saatp switch-cli``).  BMv2 gets queue settings at run time through
+``simple_switch_CLI --thrift-port N`` (``set_queue_rate PPS PORT``), see
+:func:`bmv2_queue_commands`, and programs from ``p4c-bm2-ss`` (:func:`p4c_command`).
 """
 from __future__ import annotations
 
@@ -57,7 +61,9 @@ def saatp_switch_command(intfs: Mapping[int, str], *, program: str | None, grpc_
                          log_console: bool = False, log_file: str | None = None,
                          impair: Mapping[int, str] | None = None, include_dirs: Sequence[str] = (),
                          log_level: str | None = None, seed: int | None = None,
-                         python: str | None = None) -> list[str]:
+                         python: str | None = None, queue_rate: Mapping[int, float] | None = None,
+                         queue_depth: int | None = None, control_port: int | None = None,
+                         stats_interval: float | None = None) -> list[str]:
     """``python -m emulation.cli switch ...`` for the given ports and options."""
     if cpu_port is not None and cpu_port in intfs:
         raise ValueError(f"port {cpu_port} is both the CPU port and an interface")
@@ -68,6 +74,20 @@ def saatp_switch_command(intfs: Mapping[int, str], *, program: str | None, grpc_
             raise ValueError(f"impairment on port {port}, which has no interface")
         if spec:
             args += ["--impair", f"{port}:{spec}"]
+    for port, pps in sorted((queue_rate or {}).items()):
+        if port not in intfs:
+            raise ValueError(f"queue rate on port {port}, which has no interface")
+        if not pps > 0:
+            raise ValueError(f"queue rate {pps!r} on port {port}: expected packets/s > 0")
+        args += ["--queue-rate", f"{port}:{pps:g}"]
+    if queue_depth is not None:
+        if queue_depth < 1:
+            raise ValueError(f"queue depth {queue_depth}: expected >= 1 packet")
+        args += ["--queue-depth", str(int(queue_depth))]
+    if control_port is not None:
+        args += ["--control-addr", f"127.0.0.1:{int(control_port)}"]
+    if stats_interval:
+        args += ["--stats-interval", f"{stats_interval:g}"]
     for d in include_dirs:
         args += ["-I", str(d)]
     if log_level:
@@ -96,3 +116,33 @@ def bmv2_command(intfs: Mapping[int, str], *, json_path: str | None, grpc_port: 
 
 def bmv2_binary(sw_path: str = "simple_switch_grpc") -> str | None:
     return shutil.which(sw_path)
+
+
+def bmv2_queue_commands(queue_rate: Mapping[int, float], queue_depth: int | None = None) -> list[str]:
+    """``simple_switch_CLI`` lines that give BMv2 the same egress queues (its sswitch_CLI
+    commands ``set_queue_depth <nb_pkts> [<egress_port>]`` and ``set_queue_rate <rate_pps>
+    [<egress_port>]``; BMv2 takes whole packets per second)."""
+    lines = []
+    for port, pps in sorted(queue_rate.items()):
+        if queue_depth is not None:
+            lines.append(f"set_queue_depth {int(queue_depth)} {port}")
+        lines.append(f"set_queue_rate {max(1, round(pps))} {port}")
+    return lines
+
+
+def p4c_command(source: str, build_dir: str, p4c: str = "p4c-bm2-ss") -> tuple[list[str], str, str]:
+    """The p4lang tutorials' compile step for BMv2 (their Makefile):
+    ``p4c-bm2-ss --p4v 16 --p4runtime-files BUILD/NAME.p4.p4info.txtpb -o BUILD/NAME.json NAME.p4``.
+    Returns (argv, the JSON path, the P4Info path)."""
+    from pathlib import Path
+    src = Path(source)
+    if src.suffix != ".p4":
+        raise ValueError(f"{source}: p4c-bm2-ss compiles P4 source (.p4)")
+    b = Path(build_dir)
+    json_path, p4info = b / f"{src.stem}.json", b / f"{src.stem}.p4.p4info.txtpb"
+    return ([p4c, "--p4v", "16", "--p4runtime-files", str(p4info), "-o", str(json_path), str(src)],
+            str(json_path), str(p4info))
+
+
+def p4c_binary(p4c: str = "p4c-bm2-ss") -> str | None:
+    return shutil.which(p4c)

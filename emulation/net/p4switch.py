@@ -13,7 +13,10 @@ Parameters (``net.addSwitch("s1", cls=SaatpSwitch, **params)``): ``program`` (P4
 saatp, p4c JSON for BMv2, None = ``--no-p4``), ``grpc_port`` (None: a free port),
 ``device_id`` (None: 0, 1, 2... in creation order), ``cpu_port``, ``pcap_dir``,
 ``log_console``, ``log_dir`` (switch stdout/stderr go to ``LOG_DIR/NAME.log``), and for
-saatp ``impair`` ({port: "loss=1%,delay=5ms"}), for BMv2 ``thrift_port`` and ``sw_path``.
+saatp ``impair`` ({port: "loss=1%,delay=5ms"}), for BMv2 ``thrift_port`` and ``sw_path``;
+both take ``queue_rate`` ({port: packets/s}) and ``queue_depth`` (packets): saatp switch
+gets them on its command line, BMv2 through ``simple_switch_CLI`` once it runs.  saatp
+switches also serve ``saatp switch-cli`` on ``control_port`` (default: a free port).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .commands import bmv2_binary, bmv2_command, saatp_switch_command
+from .commands import bmv2_binary, bmv2_command, bmv2_queue_commands, saatp_switch_command
 from .hostsetup import root_intf_setup
 from .mn import import_mininet
 
@@ -65,8 +68,10 @@ class P4RuntimeSwitchBase(Switch):
     start_timeout = 60.0
 
     def __init__(self, name, program=None, grpc_port=None, device_id=None, cpu_port=None,
-                 pcap_dir=None, log_console=False, log_dir=None, **params):
+                 pcap_dir=None, log_console=False, log_dir=None, queue_rate=None, queue_depth=None, **params):
         self.program = program
+        self.queue_rate = dict(queue_rate or {})
+        self.queue_depth = queue_depth
         self.grpc_port = grpc_port if grpc_port is not None else free_tcp_port()
         self.device_id = device_id if device_id is not None else next(_device_ids)
         self.cpu_port = cpu_port
@@ -151,8 +156,10 @@ class SaatpSwitch(P4RuntimeSwitchBase):
 
     kind = "saatp"
 
-    def __init__(self, name, impair=None, include_dirs=(), log_level=None, seed=None, **params):
+    def __init__(self, name, impair=None, include_dirs=(), log_level=None, seed=None, control_port=None,
+                 **params):
         self.impair = dict(impair or {})
+        self.control_port = control_port if control_port is not None else free_tcp_port()
         self.include_dirs = list(include_dirs)
         self.log_level = log_level
         self.seed = seed
@@ -163,7 +170,30 @@ class SaatpSwitch(P4RuntimeSwitchBase):
                                     device_id=self.device_id, cpu_port=self.cpu_port,
                                     pcap_dir=self.pcap_dir, log_console=self.log_console,
                                     impair=self.impair, include_dirs=self.include_dirs,
-                                    log_level=self.log_level, seed=self.seed)
+                                    log_level=self.log_level, seed=self.seed, queue_rate=self.queue_rate,
+                                    queue_depth=self.queue_depth if self.queue_rate else None,
+                                    control_port=self.control_port)
+
+    @property
+    def control_address(self) -> str:
+        return f"127.0.0.1:{self.control_port}"
+
+    def final_stats(self) -> dict | None:
+        """The last statistics line the switch printed (at exit: per-port rx, forwarded,
+        drops by reason, kernel rx_overflow, queue drops and the queues' state), or None."""
+        import json
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        for line in reversed(lines):
+            k = line.find("saatp switch: stats ")
+            if k >= 0:
+                try:
+                    return json.loads(line[k + len("saatp switch: stats "):])
+                except ValueError:
+                    return None
+        return None
 
 
 class Bmv2Switch(P4RuntimeSwitchBase):
@@ -187,7 +217,22 @@ class Bmv2Switch(P4RuntimeSwitchBase):
     def start(self, controllers) -> None:
         if bmv2_binary(self.sw_path) is None:
             raise SwitchStartError(f"{self.sw_path} (BMv2) is not on PATH; use --switch saatp")
+        if self.queue_rate and bmv2_binary("simple_switch_CLI") is None:
+            raise SwitchStartError("queue rates on BMv2 need simple_switch_CLI on PATH (it talks to the "
+                                   "switch's Thrift port)")
         P4RuntimeSwitchBase.start(self, controllers)
+        if self.queue_rate:
+            self.runtime_cli(bmv2_queue_commands(self.queue_rate, self.queue_depth))
+
+    def runtime_cli(self, lines: list[str]) -> str:
+        """Run commands through ``simple_switch_CLI --thrift-port N`` (BMv2's runtime CLI)."""
+        if not wait_tcp("127.0.0.1", self.thrift_port, self.start_timeout, lambda: self.proc.poll() is None):
+            raise SwitchStartError(f"{self.name}: no Thrift server on port {self.thrift_port}")
+        r = subprocess.run([bmv2_binary("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=60)
+        if r.returncode != 0 or "Error" in r.stdout:
+            raise SwitchStartError(f"{self.name}: simple_switch_CLI failed on {lines}: {r.stdout}{r.stderr}")
+        return r.stdout
 
 
 SWITCH_CLASSES = {"saatp": SaatpSwitch, "bmv2": Bmv2Switch}

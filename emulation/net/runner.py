@@ -22,13 +22,22 @@ Stragglers: ``--straggler HOST:delay=50ms`` (sleep before each iteration) and/or
 ``cpu=0.3`` (a cgroup CPU quota of 0.3 CPU).  Impairments: ``--impair HOST:SPEC`` impairs
 what the switch sends to HOST (``loss=1%,delay=5ms,jitter=1ms,rate=10mbit``), through
 saatp switch's per-port ``--impair`` (tc netem is not available here).
+
+``--link-rate PPS`` shapes every host-facing switch port with the switch's egress queues
+(BMv2's ``set_queue_rate``); every run reports whether the switch itself was the bottleneck
+(``bottleneck``: kernel and queue drops, the switch process's CPU use, link utilisation).
+``--compare`` runs SA-ATP, SwitchML-like and ring on the same topology and writes one table
+and one plot.  ``--switch bmv2`` compiles P4 source with ``p4c-bm2-ss`` from PATH.
+See docs/mininet.md.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,9 +47,9 @@ from host_agent.channels import parse_impairment
 from host_agent.constants import SAATP_P4
 
 from .agent import digest, expected_sum
-from .commands import bmv2_binary
+from .commands import bmv2_binary, p4c_binary, p4c_command
 from .mn import why_unavailable
-from .session import REPO, NetSession
+from .session import DEFAULT_PROGRAM, REPO, NetSession
 from .topo import TopologyError, TopoSpec, load_topology_json, single_switch, two_racks
 
 WORKLOADS = ("saatp", "switchml", "ring", "echo", "ddp")
@@ -78,6 +87,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--interactive", action="store_true",
                    help="drop into Mininet's CLI once the switches are programmed (no workload)")
+    p.add_argument("--link-rate", type=parse_pps, default=None, metavar="PPS",
+                   help="shape every host-facing switch port to PPS packets/s (e.g. 20000 or 20k): the switch's "
+                        "egress queue toward the host, as BMv2's set_queue_rate")
+    p.add_argument("--queue-depth", type=int, default=None, metavar="N",
+                   help="egress queue depth in packets with --link-rate (default 64, BMv2's)")
+    p.add_argument("--compare", action="store_true",
+                   help="run SA-ATP, SwitchML-like and ring (--compare-workloads) on the same topology one after "
+                        "another; write OUT/compare.json, OUT/compare.png and print one table")
+    p.add_argument("--compare-workloads", default="saatp,switchml,ring", metavar="W1,W2,...",
+                   help="workloads for --compare (default saatp,switchml,ring)")
+
+
+def parse_pps(v: str) -> float:
+    """A packet rate: ``20000``, ``20k``, ``1.5M`` or with a ``pps`` suffix."""
+    m = re.fullmatch(r"([\d.]+)\s*([kKmM]?)(pps)?", str(v).strip())
+    try:
+        r = float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)] if m else -1.0
+    except ValueError:
+        r = -1.0
+    if not r > 0:
+        raise argparse.ArgumentTypeError(f"bad packet rate {v!r} (e.g. 20000, 20k)")
+    return r
 
 
 def _ms(v: str) -> float:
@@ -218,6 +249,199 @@ def plot(results: dict, path: Path) -> str | None:
     return str(path)
 
 
+BUSY_SATURATED = 0.85   # a switch process using this share of a CPU core (it is single-threaded) sets the pace
+
+
+def bottleneck(results: dict, link_rate: float | None) -> dict[str, Any]:
+    """Was the switch itself the bottleneck?  From the switch processes' final statistics:
+    frames the kernel dropped at the switch's sockets (``rx_overflow``: the switch did not
+    read fast enough), frames its egress queues dropped (the shaped links were full), frames
+    it failed on or could not send; how busy each switch process was (CPU seconds per second
+    of the agents' run: near 1, the single-threaded switch set the pace even without a drop);
+    and per host-facing port the delivered rate against ``link_rate``."""
+    stats = {n: st for n, st in (results.get("switch_stats") or {}).items() if st}
+    agents = results.get("agents") or {}
+    active = max([(a.get("result") or {}).get("total_s") or 0 for a in agents.values()] or [0])
+    out: dict[str, Any] = {"kernel_drops": 0, "queue_drops": 0, "errors": 0, "tx_failed": 0, "active_s": active,
+                           "ports": {}}
+    for name, st in stats.items():
+        for port, row in st.get("ports", {}).items():
+            out["kernel_drops"] += row.get("rx_overflow", 0)
+            out["queue_drops"] += row.get("queue_drops", 0)
+            out["errors"] += row.get("error", 0)
+            out["tx_failed"] += row.get("tx_failed", 0)
+            r = {k: row.get(k, 0) for k in ("rx", "tx", "rx_overflow", "queue_drops")}
+            if active > 0:
+                r["rx_pps"] = round(row.get("rx", 0) / active)
+                r["tx_pps"] = round(row.get("tx", 0) / active)
+                if link_rate:
+                    r["link_utilisation"] = round(row.get("tx", 0) / active / link_rate, 3)
+            q = ((st.get("queues") or {}).get("ports") or {}).get(port)
+            if q:
+                r["queue_high_water"] = q.get("high_water", 0)
+            out["ports"][f"{name}:{port}"] = r
+    verdict = []
+    if not stats:
+        verdict.append("unknown (no switch statistics; BMv2 reports none)")
+    if out["kernel_drops"]:
+        verdict.append(f"switch process: the kernel dropped {out['kernel_drops']} frames it did not read in time")
+    if out["errors"] or out["tx_failed"]:
+        verdict.append(f"switch process: {out['errors']} frames failed in the pipeline, {out['tx_failed']} sends failed")
+    if out["queue_drops"]:
+        verdict.append(f"links: the egress queues dropped {out['queue_drops']} frames (link rate {link_rate:g} pps)")
+    # CPU seconds over the agents' own run time (their start-up and the common start wait excluded)
+    busy = {n: round(c["cpu_s"] / active, 3) if active > 0 else c.get("busy")
+            for n, c in (results.get("switch_cpu") or {}).items() if c.get("cpu_s") is not None}
+    busy = {n: b for n, b in busy.items() if b is not None}
+    out["switch_busy"] = busy
+    saturated = {n: b for n, b in busy.items() if b >= BUSY_SATURATED}
+    if saturated:
+        verdict.append("switch process: " + ", ".join(f"{n} used {b:.0%} of a CPU while the agents ran"
+                                                      for n, b in saturated.items())
+                       + " (it set the pace, with or without drops)")
+    # the hosts: CPU the agents used, and how busy the machine was (an emulation shares its CPUs)
+    out["agents_cpu_s"] = round(sum((a.get("result") or {}).get("cpu_s") or 0 for a in agents.values()), 3)
+    out["machine_busy"] = results.get("machine_busy")
+    out["cpus"] = os.cpu_count()
+    if out["machine_busy"] is not None and out["machine_busy"] >= BUSY_SATURATED:
+        verdict.append(f"CPU: the machine's {out['cpus']} CPUs were {out['machine_busy']:.0%} busy while the agents "
+                       f"ran (agents {out['agents_cpu_s']:.1f} CPU-s in {active:.1f} s): the hosts' and switch's "
+                       "processes competed for them")
+    util = [r.get("link_utilisation", 0) for r in out["ports"].values()]
+    if link_rate and util:
+        out["max_link_utilisation"] = max(util)
+    if stats and not verdict:
+        verdict.append("neither: no frame dropped at the switch (kernel, queues or pipeline errors) and no switch "
+                       f"process busier than {BUSY_SATURATED:.0%} of a CPU")
+    out["switch_was_bottleneck"] = bool(out["kernel_drops"] or out["errors"] or out["tx_failed"] or saturated)
+    out["verdict"] = "; ".join(verdict)
+    return out
+
+
+def summarize(results: dict) -> dict[str, Any]:
+    """One row of the comparison: iteration times (ms) of the hosts that are not stragglers
+    (what a straggler-tolerant protocol improves) and of all hosts, exactness, drops."""
+    slow = set(results.get("stragglers", {}).get("delay_ms", {})) | set(results.get("stragglers", {}).get("cpu", {}))
+    per_host = {}
+    for h, a in (results.get("agents") or {}).items():
+        its = [i["time_s"] * 1000 for i in ((a.get("result") or {}).get("iters") or []) if "time_s" in i]
+        per_host[h] = its
+    def stats_of(hosts):
+        xs = [t for h in hosts for t in per_host.get(h, [])]
+        if not xs:
+            return None, None
+        ys = sorted(xs)
+        return round(sum(xs) / len(xs), 1), round(ys[len(ys) // 2], 1)
+    fast = [h for h in per_host if h not in slow]
+    mean_fast, med_fast = stats_of(fast)
+    mean_all, _ = stats_of(list(per_host))
+    b = results.get("bottleneck") or {}
+    return {"workload": results.get("workload"), "iter_ms_mean": mean_fast, "iter_ms_median": med_fast,
+            "iter_ms_mean_all_hosts": mean_all, "ok": not results.get("problems"),
+            "problems": results.get("problems", []), "kernel_drops": b.get("kernel_drops"),
+            "queue_drops": b.get("queue_drops"), "switch_was_bottleneck": b.get("switch_was_bottleneck"),
+            "switch_busy": max((b.get("switch_busy") or {}).values(), default=None),
+            "machine_busy": b.get("machine_busy"),
+            "max_link_utilisation": b.get("max_link_utilisation"), "bottleneck": b.get("verdict"),
+            "per_host_ms": {h: [round(t, 1) for t in ts] for h, ts in per_host.items()}}
+
+
+def format_table(rows: list[dict]) -> str:
+    head = f"{'workload':<10} {'iter ms (mean)':>15} {'median':>8} {'all hosts':>10} {'exact':>6} " \
+           f"{'kernel drops':>13} {'queue drops':>12} {'link util':>10} {'switch CPU':>11} {'machine CPU':>12}"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        def f(v, fmt="{:.1f}"):
+            return "-" if v is None else fmt.format(v)
+        lines.append(f"{r['workload']:<10} {f(r['iter_ms_mean']):>15} {f(r['iter_ms_median']):>8} "
+                     f"{f(r['iter_ms_mean_all_hosts']):>10} {('yes' if r['ok'] else 'NO'):>6} "
+                     f"{f(r['kernel_drops'], '{}'):>13} {f(r['queue_drops'], '{}'):>12} "
+                     f"{f(r['max_link_utilisation'], '{:.2f}'):>10} {f(r['switch_busy'], '{:.0%}'):>11} "
+                     f"{f(r.get('machine_busy'), '{:.0%}'):>12}")
+    return "\n".join(lines)
+
+
+def plot_compare(summary: dict, path: Path) -> str | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    rows = summary["rows"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    names = [r["workload"] for r in rows]
+    x = range(len(rows))
+    ax.bar([i - 0.2 for i in x], [r["iter_ms_mean"] or 0 for r in rows], width=0.4, label="hosts not straggling")
+    ax.bar([i + 0.2 for i in x], [r["iter_ms_mean_all_hosts"] or 0 for r in rows], width=0.4, label="all hosts")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(names)
+    ax.set_ylabel("mean iteration time (ms)")
+    ax.legend(fontsize=8)
+    c = summary["config"]
+    ax.set_title(f"{c['workers']} workers, {c['elements']} elements, straggler {c['straggler'] or 'none'}, "
+                 f"link {c['link_rate_pps'] or 'unshaped'} pps", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return str(path)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """SA-ATP, SwitchML-like and ring, one after another on the same topology and options."""
+    import copy
+    wls = [w.strip() for w in args.compare_workloads.split(",") if w.strip()]
+    bad = [w for w in wls if w not in ("saatp", "switchml", "ring")]
+    if bad or not wls:
+        print(f"saatp experiment mininet: --compare-workloads {args.compare_workloads!r}: choose from saatp, "
+              "switchml, ring", file=sys.stderr)
+        return 2
+    if args.program or args.agent_cmd or args.interactive:
+        print("saatp experiment mininet: --compare picks each workload's program and agents; drop --program, "
+              "--agent-cmd and --interactive", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, rcs = [], {}
+    for w in wls:
+        a = copy.copy(args)
+        a.workload, a.out, a.program, a.p4info = w, str(out / w), None, args.p4info
+        print(f"=== {w} ===", flush=True)
+        try:
+            rc, res = run_one(a)
+        except Exception as e:  # noqa: BLE001 - Mininet raises bare Exceptions; the other workloads still run
+            print(f"saatp experiment mininet: {w}: {type(e).__name__}: {e}", file=sys.stderr)
+            rc, res = 1, {"workload": w, "problems": [f"{type(e).__name__}: {e}"]}
+        rcs[w] = rc
+        if rc == 2 and not res:
+            return 2
+        rows.append(summarize(res))
+    summary = {"config": {"switch": args.switch, "topology": args.topo, "workers": args.workers,
+                          "elements": args.elements, "iters": args.iters, "t_s": args.t_s,
+                          "straggler": args.straggler, "link_rate_pps": args.link_rate,
+                          "queue_depth": args.queue_depth, "machine": _machine()},
+               "rows": rows, "exit_status": rcs}
+    (out / "compare.json").write_text(json.dumps(summary, indent=1, default=str))
+    if not args.no_plot:
+        summary["plot"] = plot_compare(summary, out / "compare.png")
+        (out / "compare.json").write_text(json.dumps(summary, indent=1, default=str))
+    print(format_table(rows))
+    for r in rows:
+        print(f"  {r['workload']}: bottleneck: {r['bottleneck']}")
+        for p in r["problems"]:
+            print(f"  {r['workload']}: problem: {p}")
+    print(f"*** comparison in {out / 'compare.json'}")
+    return 0 if all(v == 0 for v in rcs.values()) else 1
+
+
+def _machine() -> str:
+    import os
+    import platform
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}"
+
+
+
+
 def run(args: argparse.Namespace) -> int:
     reason = why_unavailable()
     if reason:
@@ -227,27 +451,60 @@ def run(args: argparse.Namespace) -> int:
         print("saatp experiment mininet: simple_switch_grpc (BMv2) is not on PATH; use --switch saatp",
               file=sys.stderr)
         return 2
+    if args.compare:
+        return run_compare(args)
+    rc, _ = run_one(args)
+    return rc
+
+
+def bmv2_program(args: argparse.Namespace, spec: TopoSpec) -> None:
+    """``--switch bmv2``: P4 source (given, or the workload's default program) is compiled with
+    ``p4c-bm2-ss`` from PATH into OUT/build, as the tutorials' Makefile does; p4c's JSON and
+    P4Info are what the switch and the controller get."""
+    tutorial = not args.program and spec.switches and all(
+        sw.runtime and sw.runtime.get("bmv2_json") for sw in spec.switches.values())
+    if tutorial or (args.program and args.program.endswith(".json")):
+        if args.program and not args.p4info:
+            raise ValueError("--switch bmv2 --program PROG.json needs --p4info FILE (p4c-bm2-ss --p4runtime-files)")
+        return
+    src = args.program or str(SAATP_P4 if args.workload in SWITCH_AGG else DEFAULT_PROGRAM)
+    if p4c_binary() is None:
+        raise ToolMissing(f"--switch bmv2 compiles {src} with p4c-bm2-ss, which is not on PATH (or pass "
+                          "--program PROG.json --p4info FILE compiled elsewhere)")
+    argv, json_path, p4info = p4c_command(src, str(Path(args.out) / "build"))
+    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+    print("*** " + " ".join(shlex.quote(a) for a in argv), flush=True)
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError(f"p4c-bm2-ss failed on {src} (exit status {r.returncode}):\n{r.stderr or r.stdout}")
+    args.program, args.p4info = json_path, p4info
+
+
+class ToolMissing(ValueError):
+    pass
+
+
+def run_one(args: argparse.Namespace) -> tuple[int, dict]:
+    """One experiment (one workload); returns (exit status, results)."""
     try:
         spec = make_spec(args)
-        if args.switch == "bmv2" and not args.program and not all(
-                sw.runtime and sw.runtime.get("bmv2_json") for sw in spec.switches.values()):
-            raise ValueError("--switch bmv2 needs --program PROG.json and --p4info FILE (compile with "
-                             "p4c-bm2-ss --p4runtime-files), or runtime JSONs naming bmv2_json and p4info")
+        if args.switch == "bmv2":
+            bmv2_program(args, spec)
         delay, cpu = parse_stragglers(args.straggler, list(spec.hosts))
         impair = parse_impairs(args.impair, spec)
     except (TopologyError, ValueError) as e:
         print(f"saatp experiment mininet: {e}", file=sys.stderr)
-        return 2
+        return 2, {}
     if args.workload in SWITCH_AGG and len(spec.switches) != 1:
         print(f"saatp experiment mininet: --workload {args.workload} needs one aggregation switch (--topo single); "
               "between racks the switches only forward IPv4 (use --workload ring), see docs/mininet.md",
               file=sys.stderr)
-        return 2
+        return 2, {}
     if args.workload in SWITCH_AGG and not args.program and args.switch == "saatp":
         args.program = str(SAATP_P4)
     if args.program and not Path(args.program).exists():
         print(f"saatp experiment mininet: {args.program}: no such file", file=sys.stderr)
-        return 2
+        return 2, {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for f in out.glob("agent-*.json"):
@@ -256,14 +513,17 @@ def run(args: argparse.Namespace) -> int:
                                "workload": "custom" if args.agent_cmd else args.workload,
                                "hosts": {h: {"ip": s.addr, "mac": s.mac} for h, s in spec.hosts.items()},
                                "stragglers": {"delay_ms": delay, "cpu": cpu},
-                               "impairments": {sw: {str(p): s for p, s in d.items()} for sw, d in impair.items()}}
+                               "impairments": {sw: {str(p): s for p, s in d.items()} for sw, d in impair.items()},
+                               "link_rate_pps": args.link_rate, "queue_depth": args.queue_depth,
+                               "elements": args.elements, "iters": args.iters, "t_s": args.t_s}
     rc = 0
     try:
         s = NetSession(spec, args.switch, program=args.program, out=out, pcap=args.pcap,
-                       log_console=args.log_console, impair=impair, p4info=args.p4info)
+                       log_console=args.log_console, impair=impair, p4info=args.p4info,
+                       link_rate=args.link_rate, queue_depth=args.queue_depth)
     except ValueError as e:
         print(f"saatp experiment mininet: {e}", file=sys.stderr)
-        return 2
+        return 2, {}
     try:
         t0 = time.monotonic()
         s.start()
@@ -289,6 +549,8 @@ def run(args: argparse.Namespace) -> int:
             t1 = time.monotonic()
             results["agents"] = s.run_agents(cmds, cpu=cpu, timeout=args.timeout)
             results["agents_s"] = time.monotonic() - t1
+            results["switch_cpu"] = s.switch_cpu
+            results["machine_busy"] = s.machine_busy
             results["switch_counters"] = s.switch_counters()
             results["problems"] = check_results(args, spec, results["agents"])
             if results["ping"]["lost"] and not impair:
@@ -302,12 +564,14 @@ def run(args: argparse.Namespace) -> int:
         s.stop()
         results["leftovers"] = s.leftovers()
         results["switch_exit_status"] = s.switch_exit
+        results["switch_stats"] = s.final_switch_stats()
+        results["bottleneck"] = bottleneck(results, args.link_rate)
         if results["leftovers"]:
             print(f"saatp experiment mininet: left behind: {results['leftovers']}", file=sys.stderr)
             rc = rc or 1
     if args.interactive:
         print(f"*** torn down; left behind: {results['leftovers'] or 'nothing'}")
-        return rc
+        return rc, results
     (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     if not args.no_plot and "agents" in results:
         results["plot"] = plot(results, out / "iterations.png")
@@ -320,8 +584,9 @@ def run(args: argparse.Namespace) -> int:
                else ""))
     for p in results.get("problems", []):
         print(f"  problem: {p}")
+    print(f"*** bottleneck: {results['bottleneck']['verdict']}")
     print(f"*** results in {out / 'results.json'}; teardown left {len(results['leftovers'])} objects")
-    return rc
+    return rc, results
 
 
 def main(argv: list[str] | None = None) -> int:

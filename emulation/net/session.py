@@ -42,6 +42,27 @@ def _alive(pid: int) -> bool:
     return False
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time a process has used (``/proc/PID/stat``), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def machine_cpu() -> tuple[float, float] | None:
+    """(busy, total) CPU jiffies of the whole machine so far (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)      # idle + iowait
+    return float(sum(v) - idle), float(sum(v))
+
+
 def _netns_inode(pid: int) -> int | None:
     try:
         return os.stat(f"/proc/{pid}/ns/net").st_ino
@@ -90,7 +111,8 @@ class NetSession:
     def __init__(self, spec: TopoSpec, switch: str = "saatp", *, program: str | None = None,
                  out: str | Path = "results/mininet", pcap: bool = False, log_console: bool = False,
                  impair: dict[str, dict[int, str]] | None = None, p4info: str | None = None,
-                 switch_params: dict[str, dict] | None = None):
+                 switch_params: dict[str, dict] | None = None, link_rate: float | None = None,
+                 queue_depth: int | None = None):
         from .p4switch import SWITCH_CLASSES  # imports Mininet, which may be missing: only when used
         if switch not in SWITCH_CLASSES:
             raise ValueError(f"switch kind {switch!r}: choose saatp or bmv2")
@@ -122,6 +144,11 @@ class NetSession:
                 p["pcap_dir"] = str(self.out / "pcap" / name)
             if switch == "saatp" and imp.get(name):
                 p["impair"] = imp[name]
+            if link_rate:
+                # every host-facing port: the switch's egress queue toward the host, at the link rate
+                p["queue_rate"] = {port: float(link_rate) for h in spec.hosts
+                                   for sw, port in [spec.host_port(h)] if sw == name}
+                p["queue_depth"] = queue_depth
             p.update((switch_params or {}).get(name, {}))
             self.params[name] = p
         self.net = None
@@ -132,6 +159,8 @@ class NetSession:
         self.cpu_limits: list[CpuLimit] = []
         self.stopped = False
         self.switch_exit: dict[str, int | None] = {}   # exit status of each switch process (0 = clean)
+        self.switch_cpu: dict[str, dict] = {}          # each switch's CPU use while the agents ran
+        self.machine_busy: float | None = None          # the machine's CPU use while the agents ran (0..1)
 
     # ---------------------------------------------------------------- life cycle
     def start(self) -> "NetSession":
@@ -229,6 +258,10 @@ class NetSession:
         """Run ``commands[host]`` (an argv) in each host; each must write the JSON file named by
         its ``--out`` argument.  Returns {host: {"rc": .., "log": .., "result": {...}|None}}."""
         procs = {}
+        # the switches' CPU use over the run: a switch busy all the time sets the pace
+        sw_cpu0 = {sw.name: cpu_seconds(sw.proc.pid) for sw in self.net.switches if getattr(sw, "proc", None)}
+        t_start = time.monotonic()
+        m0 = machine_cpu()
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PYTHONUNBUFFERED="1")
         for hname, argv in commands.items():
@@ -255,6 +288,16 @@ class NetSession:
                 rc = p.wait()
                 rc = f"killed after {timeout}s"
             out[hname] = {"rc": rc, "log": str(self.logs / f"agent-{hname}.log")}
+        wall = time.monotonic() - t_start
+        m1 = machine_cpu()
+        # how busy the whole machine was (every process, not only ours): near 1, the CPUs set the pace
+        self.machine_busy = round((m1[0] - m0[0]) / (m1[1] - m0[1]), 3) if m0 and m1 and m1[1] > m0[1] else None
+        self.switch_cpu = {}
+        for sw in self.net.switches:
+            c0, c1 = sw_cpu0.get(sw.name), cpu_seconds(sw.proc.pid) if getattr(sw, "proc", None) else None
+            if c0 is not None and c1 is not None:
+                self.switch_cpu[sw.name] = {"cpu_s": round(c1 - c0, 3), "wall_s": round(wall, 3),
+                                            "busy": round((c1 - c0) / wall, 3) if wall > 0 else None}
         for hname, argv in commands.items():
             res = None
             if "--out" in argv:
@@ -318,6 +361,15 @@ class NetSession:
                 if hasattr(sw, "stop_process") and sw.proc is not None:
                     self.switch_exit[sw.name] = sw.stop_process()
             self.net.stop()
+
+    def final_switch_stats(self) -> dict[str, Any]:
+        """Each saatp switch's statistics at exit (after :meth:`stop`): per port rx, forwarded,
+        drops by reason, kernel receive overflows, queue drops and the queues' state."""
+        out = {}
+        for sw in (self.net.switches if self.net is not None else []):
+            if hasattr(sw, "final_stats"):
+                out[sw.name] = sw.final_stats()
+        return out
 
     def leftovers(self) -> list[str]:
         """What this session created and is still there (empty after a clean stop)."""

@@ -5,7 +5,9 @@ raises :class:`~emulation.p4.errors.P4Error` with the source location.
 """
 from __future__ import annotations
 
-from typing import Optional
+import copy
+import re
+from typing import Optional, Self
 
 from lark import Token, Transformer, v_args
 
@@ -45,6 +47,23 @@ def _int_literal(text: str) -> tuple[int, Optional[int], bool]:
     return v, width, signed
 
 
+_ANNS_END = " end"      # key of the annotations dict: where the last annotation ends
+_SKIP = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.S)     # blanks and comments
+
+
+class NameAt(str):
+    """A name (a ``str``) that remembers where it is written."""
+    loc: Loc
+
+    def __new__(cls, text: str, loc: Loc) -> Self:
+        s = super().__new__(cls, text)
+        s.loc = loc
+        return s
+
+    def __reduce__(self):
+        return NameAt, (str(self), self.loc)
+
+
 class Builder(Transformer):
     """lark tree -> AST.  ``src`` maps token positions to source locations."""
 
@@ -64,6 +83,12 @@ class Builder(Transformer):
         return Loc(self.src.filename, 0, 0)
 
     def _mloc(self, meta, children=()) -> Loc:
+        if children and isinstance(children[0], dict) and _ANNS_END in children[0]:
+            # a declaration starts after its annotations, where p4c points (the keyword or name
+            # line, also when the annotations stand on lines of their own)
+            loc = self._after(children[0][_ANNS_END])
+            if loc is not None:
+                return loc
         if meta is not None and not getattr(meta, "empty", True):
             return self.src.loc(meta.line, meta.column)
         for c in children:
@@ -73,6 +98,27 @@ class Builder(Transformer):
                 return c.loc
         return Loc(self.src.filename, 0, 0)
 
+    def _after(self, pos: int) -> Loc | None:
+        """The location of the first token at or after offset ``pos`` of the expanded text."""
+        m = _SKIP.match(self.src.text, pos)
+        p = m.end()
+        if p >= len(self.src.text):
+            return None
+        text = self.src.text
+        line = text.count("\n", 0, p) + 1
+        return self.src.loc(line, p - (text.rfind("\n", 0, p) + 1) + 1)
+
+    def _word_loc(self, meta, pattern: str) -> Loc | None:
+        """Where group 1 of ``pattern`` first matches inside the text of rule ``meta`` (when on
+        the rule's first line): p4c points at declared names, the rule starts at a keyword."""
+        if meta is None or getattr(meta, "empty", True):
+            return None
+        text = self.src.text[meta.start_pos:meta.end_pos]
+        m = re.search(pattern, text)
+        if m is None or "\n" in text[:m.start(1)]:
+            return None
+        return self.src.loc(meta.line, meta.column + m.start(1))
+
     @staticmethod
     def _split(children):
         """Separate annotations (dict) from the other children (tokens and nodes)."""
@@ -80,7 +126,7 @@ class Builder(Transformer):
         rest = []
         for c in children:
             if isinstance(c, dict) and c.get("__anns__"):
-                anns.update({k: v for k, v in c.items() if k != "__anns__"})
+                anns.update({k: v for k, v in c.items() if k not in ("__anns__", _ANNS_END)})
             else:
                 rest.append(c)
         return anns, rest
@@ -90,7 +136,7 @@ class Builder(Transformer):
 
     # -- annotations and names
     def anns(self, children):
-        d = {"__anns__": True}
+        d = {"__anns__": True, _ANNS_END: max(t.end_pos for t in children)}
         for t in children:
             name, body = t.value
             d[name] = body
@@ -195,10 +241,18 @@ class Builder(Transformer):
             rest.pop(0)
         t, n = rest[0], rest[1]
         default = rest[2] if len(rest) > 2 else None
-        return Param(loc=self._mloc(meta, c), name=n, annotations=anns, direction=d, type=t, default=default)
+        p = Param(loc=self._mloc(meta, c), name=n, annotations=anns, direction=d, type=t, default=default)
+        p.name_loc = self._word_loc(meta, r"\b(" + re.escape(n) + r")\s*(?:=|$)")
+        return p
 
     def params(self, c):
-        return [p for p in c if p is not None]
+        ps = [p for p in c if p is not None]
+        seen = set()
+        for p in ps:
+            if p.name in seen:   # p4c: "Duplicates declaration", at the second parameter's name
+                raise P4Error(f"{p.name}: duplicate parameter name", getattr(p, "name_loc", None) or p.loc)
+            seen.add(p.name)
+        return ps
 
     def ctor_params(self, c):
         return c[0]
@@ -252,8 +306,9 @@ class Builder(Transformer):
     @v_args(meta=True)
     def enum_decl(self, meta, c):
         anns, rest = self._split(c)
-        return EnumDecl(loc=self._mloc(meta, c), name=str(rest[0]), annotations=anns,
-                        members=[x for x in rest[1:] if isinstance(x, str) and not isinstance(x, Token)])
+        members = [x for x in rest[1:] if isinstance(x, str) and not isinstance(x, Token)]
+        self._unique_members(meta, members, f"enum {rest[0]}")
+        return EnumDecl(loc=self._mloc(meta, c), name=str(rest[0]), annotations=anns, members=members)
 
     @v_args(meta=True)
     def senum_decl(self, meta, c):
@@ -277,11 +332,30 @@ class Builder(Transformer):
 
     @v_args(meta=True)
     def error_decl(self, meta, c):
-        return ErrorDecl(loc=self._mloc(meta, c), members=[x for x in c if isinstance(x, str) and not isinstance(x, Token)])
+        members = [x for x in c if isinstance(x, str) and not isinstance(x, Token)]
+        self._unique_members(meta, members, "error")
+        return ErrorDecl(loc=self._mloc(meta, c), members=members)
+
+    def _unique_members(self, meta, members: list, what: str) -> None:
+        """The names of an error or enum declaration are distinct (p4c: "Duplicates
+        declaration", at the second one)."""
+        seen = set()
+        for m in members:
+            if m in seen:
+                text = self.src.text[meta.start_pos:meta.end_pos]
+                hits = [h.start() for h in re.finditer(r"\b" + re.escape(m) + r"\b", text)]
+                pos = hits[1] if len(hits) > 1 else 0
+                nl = text.rfind("\n", 0, pos)
+                line = meta.line + text.count("\n", 0, pos)
+                col = pos - nl if nl >= 0 else meta.column + pos
+                raise P4Error(f"{m}: duplicate member of {what}", self.src.loc(line, col))
+            seen.add(m)
 
     @v_args(meta=True)
     def match_kind_decl(self, meta, c):
-        return MatchKindDecl(loc=self._mloc(meta, c), members=[x for x in c if isinstance(x, str) and not isinstance(x, Token)])
+        members = [x for x in c if isinstance(x, str) and not isinstance(x, Token)]
+        self._unique_members(meta, members, "match_kind")
+        return MatchKindDecl(loc=self._mloc(meta, c), members=members)
 
     @v_args(meta=True)
     def function_decl(self, meta, c):
@@ -393,8 +467,13 @@ class Builder(Transformer):
     def parser_state(self, meta, c):
         anns, rest = self._split(c)
         name = rest[0]
-        stmts = [x for x in rest[1:-1] if x is not None]
-        return ParserState(loc=self._mloc(meta, c), name=name, annotations=anns, stmts=stmts, transition=rest[-1])
+        trans = rest[-1] if len(rest) > 1 and isinstance(rest[-1], Transition) else None
+        stmts = [x for x in rest[1:len(rest) - (trans is not None)] if x is not None]
+        if trans is None:
+            # no transition statement: the state goes to reject (P4_16 spec 1.2.5, 13.5)
+            trans = Transition(loc=self._mloc(meta, c), state="reject", implicit=True)
+        return ParserState(loc=self._mloc(meta, c), name=name, annotations=anns, stmts=stmts, transition=trans,
+                           name_loc=self._word_loc(meta, r"\bstate\s+(" + re.escape(name) + r")\b"))
 
     @v_args(meta=True)
     def transition_direct(self, meta, c):
@@ -456,9 +535,10 @@ class Builder(Transformer):
     def table_decl(self, meta, c):
         anns, rest = self._split(c)
         t = TableDecl(loc=self._mloc(meta, c), name=rest[0], annotations=anns)
+        t.name_loc = self._word_loc(meta, r"\btable\s+(" + re.escape(rest[0]) + r")\b") or t.loc
         for kind, val, is_const, loc in rest[1:]:
             if kind == "key":
-                t.keys = val
+                t.keys, t.key_loc = val, loc
             elif kind == "actions":
                 t.actions = val
             elif kind == "entries":
@@ -500,11 +580,11 @@ class Builder(Transformer):
         anns, rest = self._split(c)
         return KeyElem(loc=self._mloc(meta, c), expr=rest[0], match_kind=rest[1], annotations=anns)
 
-    def action_name(self, c):
-        return c[0]
+    @v_args(meta=True)
+    def action_name(self, meta, c):
+        return NameAt(c[0], self._mloc(meta, c))
 
-    def dot_action_name(self, c):
-        return c[0]
+    dot_action_name = action_name
 
     @v_args(meta=True)
     def action_ref(self, meta, c):
@@ -528,7 +608,8 @@ class Builder(Transformer):
         ks, aname = rest[0], rest[1]
         args = (rest[2] or []) if has_args else []
         return Entry(loc=self._mloc(meta, c), keyset=ks, priority=prio,
-                     action=ActionRef(loc=self._mloc(meta, c), name=aname, args=args), annotations=anns)
+                     action=ActionRef(loc=getattr(aname, "loc", None) or self._mloc(meta, c), name=aname,
+                                      args=args), annotations=anns)
 
     @v_args(meta=True)
     def entry(self, meta, c):
@@ -546,6 +627,22 @@ class Builder(Transformer):
     @v_args(meta=True)
     def assignment(self, meta, c):
         return Assign(loc=self._mloc(meta, c), lhs=c[0], rhs=c[1])
+
+    def _compound(self, meta, c):
+        """``a op= b`` is ``a = a op b`` (P4_16 spec 1.2.5, 11.1); ``a`` is written once in the
+        source and read from the same l-value (a copy of its syntax tree)."""
+        lhs, op, rhs = c[0], str(c[1])[:-1], c[2]
+        read = copy.deepcopy(lhs)
+        return Assign(loc=self._mloc(meta, c), lhs=lhs, rhs=Binary(loc=self._loc(c[1]), op=op, l=read, r=rhs),
+                      compound=op)
+
+    @v_args(meta=True)
+    def compound_assignment(self, meta, c):
+        return self._compound(meta, c)
+
+    @v_args(meta=True)
+    def for_compound_assign(self, meta, c):
+        return self._compound(meta, c)
 
     @v_args(meta=True)
     def call_stmt(self, meta, c):

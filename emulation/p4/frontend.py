@@ -23,7 +23,11 @@ from .preprocess import preprocess
 
 def parse_source(text: str, filename: str = "<string>", include_dirs: Sequence[str] = (),
                  defines: Optional[dict] = None) -> Program:
-    expanded, linemap = preprocess(text, filename, include_dirs, defines)
+    return parse_expanded(*preprocess(text, filename, include_dirs, defines), filename)
+
+
+def parse_expanded(expanded: str, linemap: Any, filename: str = "<string>") -> Program:
+    """The syntax tree of already preprocessed text (:func:`~emulation.p4.preprocess.preprocess`)."""
     tree, src = parse(expanded, filename, linemap)
     try:
         return Builder(src).transform(tree)

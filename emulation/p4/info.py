@@ -25,6 +25,7 @@ class Annotated:
 class ParamInfo(Annotated):
     name: str = ""
     width: int = 0
+    enum: str = ""          # the serializable enum it is declared with, if any
 
 
 @dataclass
@@ -62,6 +63,7 @@ class TableInfo(Annotated):
     size: int = 1024
     direct_counter: str | None = None     # name of the direct_counter bound to the table
     direct_meter: str | None = None
+    implementation: str | None = None     # the action profile/selector of an indirect table
 
 
 @dataclass
@@ -73,12 +75,14 @@ class ExternInstanceInfo(Annotated):
     width: int = 0          # registers: cell width
     signed: bool = False    # registers: int<W> cells
     table: str | None = None  # direct objects: the owning table
+    algorithm: str | None = None  # action profiles: the selector's hash algorithm (None: no selector)
 
 
 @dataclass
 class HeaderFieldInfo:
     name: str
     width: int
+    enum: str = ""          # the serializable enum it is declared with, if any
 
 
 @dataclass
@@ -95,6 +99,14 @@ class DigestInfo:
 
 
 @dataclass
+class SerializableEnumInfo:
+    """A serializable enum (``enum bit<W> E { A = 1, ... }``), for P4Info ``type_info``."""
+    name: str
+    width: int
+    members: list[tuple[str, int]] = field(default_factory=list)   # (name, value), in order
+
+
+@dataclass
 class ProgramInfo:
     source: str = ""        # main file path
     arch: str = "v1model"
@@ -103,6 +115,7 @@ class ProgramInfo:
     externs: list[ExternInstanceInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
     digests: list[DigestInfo] = field(default_factory=list)
+    serializable_enums: list[SerializableEnumInfo] = field(default_factory=list)
     # what p4c's P4Info depends on beyond the declarations: actions a control's apply block
     # calls directly (p4c lists an action only if a table or an apply block uses it), and
     # whether a control calls an extern function (p4c then writes an empty ``type_info``)

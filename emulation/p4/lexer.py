@@ -31,6 +31,7 @@ _TOKEN_RE = re.compile(r"""
 | (?P<integer>[0-9]+[ws][0-9a-fA-FxXbBoOdD_]+|0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|[0-9][0-9_]*)
 | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
 | (?P<string>"(?:\\.|[^"\\\n])*")
+| (?P<compound>\|\+\|=|\|-\|=|<<=|>>=|\+=|-=|\*=|/=|%=|&=|\|=|\^=)
 | (?P<punct>&&&|\.\.\.|\|\+\||\|-\||\+\+|\.\.|&&|\|\||==|!=|<=|>=|<<|[-+*/%&|^~!<>=?:;,.(){}\[\]@#])
 """, re.X)
 
@@ -95,6 +96,8 @@ def _raw_tokens(src: _Src, lit: dict[str, str]) -> list[Token]:
             typ = lit.get(val, "IDENTIFIER") if val != "_" else lit["_"]
         elif kind == "string":
             typ = "STRING"
+        elif kind == "compound":
+            typ = "COMPOUND_OP"
         else:
             typ = lit.get(val)
             if typ is None:
@@ -119,7 +122,15 @@ def _fold_annotations(toks: list[Token], src: _Src) -> list[Token]:
         name = toks[i + 1].value
         j = i + 2
         body: list[Token] = []
-        if j < n and toks[j].value in ("(", "[") and toks[j].line == toks[i + 1].line:
+        if name == "pragma" and not (j < n and toks[j].value == "("):
+            # "@pragma tokens..." runs to the end of its line (p4c's PRAGMA ... END_PRAGMA: an
+            # unstructured annotation whose body is the rest of the line)
+            line = toks[i + 1].line
+            k = j
+            while k < n and toks[k].line == line:
+                k += 1
+            body, j = toks[j:k], k
+        elif j < n and toks[j].value in ("(", "[") and toks[j].line == toks[i + 1].line:
             open_, close = toks[j].value, {"(": ")", "[": "]"}[toks[j].value]
             depth = 0
             k = j
@@ -136,7 +147,9 @@ def _fold_annotations(toks: list[Token], src: _Src) -> list[Token]:
                 raise P4Error(f"syntax error: unterminated annotation @{name}", src.loc(t.line, t.column))
             body = toks[j + 1:k]
             j = k + 1
-        tok = Token("ANNOTATION", (name, body), t.start_pos, t.line, t.column, t.line, t.column + 1, t.end_pos)
+        last = toks[j - 1]      # the annotation's last token (its name or closing bracket)
+        tok = Token("ANNOTATION", (name, body), t.start_pos, t.line, t.column, last.end_line, last.end_column,
+                    last.end_pos)
         out.append(tok)
         i = j
     return out

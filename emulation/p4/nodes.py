@@ -237,6 +237,7 @@ class Stmt(Node):
 class Assign(Stmt):
     lhs: Expr = None
     rhs: Expr = None
+    compound: str = ""      # "+" for "a += b" (rhs is then the Binary a + b)
 
 
 @dataclass
@@ -322,6 +323,7 @@ class Param(Decl):
     direction: str = ""     # "", in, out, inout
     type: TypeRef = None
     default: Optional[Expr] = None
+    name_loc: Any = None    # where its name is written
 
 
 @dataclass
@@ -439,12 +441,14 @@ class Transition(Node):
     state: Optional[str] = None         # direct
     select: list = field(default_factory=list)      # list[Expr] (select expressions)
     cases: list = field(default_factory=list)       # list[SelectCase]
+    implicit: bool = False      # no transition statement in the source: goes to reject
 
 
 @dataclass
 class ParserState(Decl):
     stmts: list = field(default_factory=list)
     transition: Transition = None
+    name_loc: Any = None        # where its name is written
 
 
 @dataclass
@@ -497,6 +501,8 @@ class TableDecl(Decl):
     entries: Optional[list] = None
     const_entries: bool = False
     props: dict = field(default_factory=dict)       # name -> (Expr, is_const, loc)
+    key_loc: Any = None                             # where the ``key`` property is written
+    name_loc: Any = None                            # where its name is written
 
 
 @dataclass
@@ -511,3 +517,14 @@ class ControlDecl(Decl):
 @dataclass
 class Program(Node):
     decls: list = field(default_factory=list)
+
+
+def has_call(x: Any) -> bool:
+    """Whether a syntax tree (a node, or a list of them) contains a call anywhere."""
+    if isinstance(x, Call):
+        return True
+    if isinstance(x, Node):
+        return any(has_call(v) for v in vars(x).values())
+    if isinstance(x, (list, tuple)):
+        return any(has_call(v) for v in x)
+    return False

@@ -50,6 +50,19 @@ def _display(path: str) -> str:
     return rel if not rel.startswith("..") else ap
 
 
+def _user_line(text: str, filename: str, text_of_error: str, include: str) -> Loc | None:
+    """The line of the program's own source that an included file's ``#error`` is about."""
+    lines = text.split("\n")
+    for i, ln in enumerate(lines):
+        m = re.match(r"\s*#\s*define\s+([A-Za-z_]\w*)", ln)
+        if m and re.search(rf"\b{m.group(1)}\b", text_of_error):
+            return Loc(_display(filename), i + 1, ln.index(m.group(1)) + 1)
+    for i, ln in enumerate(lines):
+        if re.match(r"\s*#\s*include\b", ln) and include in ln:
+            return Loc(_display(filename), i + 1, 1)
+    return None
+
+
 def preprocess(text: str, filename: str, include_dirs: Sequence[str] = (),
                defines: dict[str, str] | None = None) -> tuple[str, LineMap]:
     from pcpp.preprocessor import Preprocessor
@@ -58,13 +71,20 @@ def preprocess(text: str, filename: str, include_dirs: Sequence[str] = (),
 
     class _PP(Preprocessor):
         def on_error(self, file, line, msg):  # noqa: D401 - pcpp hook
-            errors.append(P4Error(f"preprocessor: {msg}", Loc(_display(file or filename), line or 0, 1)))
+            errors.append(P4Error(f"preprocessor: {msg}", Loc(_display(file or filename), line or 1, 1)))
 
         def on_directive_unknown(self, directive, toks, ifpassthru, precedingtoks):
-            text = "".join(t.value for t in toks).strip()
-            where = Loc(_display(directive.source or filename), directive.lineno or 0, 1)
+            body = "".join(t.value for t in toks).strip()
+            where = Loc(_display(directive.source or filename), directive.lineno or 1, 1)
             if directive.value == "error":
-                errors.append(P4Error(f"#error {text}", where))
+                src = directive.source or ""
+                if src and os.path.dirname(os.path.abspath(src)) == INCLUDE_DIR:
+                    # an #error of a bundled include (v1model.p4's unknown V1MODEL_VERSION) is
+                    # about the program: point at its #define of a macro the message names,
+                    # else at its #include of that file
+                    where = _user_line(text, filename, text_of_error=body,
+                                       include=os.path.basename(src)) or where
+                errors.append(P4Error(f"#error {body}", where))
             elif directive.value != "warning":
                 errors.append(P4Error(f"preprocessor: unknown directive #{directive.value}", where))
             return True

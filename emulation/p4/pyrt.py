@@ -135,6 +135,47 @@ class Stack:
         return self.elems[self.nxt - 1]
 
 
+class Array:
+    """An array ``T[n]`` of non-header values: ``elems`` holds Python ints/bools (``scalar``)
+    or generated struct/union objects."""
+
+    __slots__ = ("elems", "size", "_new", "_scalar")
+
+    def __init__(self, new: Callable[[], Any], size: int, scalar: bool):
+        self._new, self.size, self._scalar = new, size, scalar
+        self.elems = [new() for _ in range(size)]
+
+    def _copy(self) -> Array:
+        c = Array.__new__(Array)
+        c._new, c.size, c._scalar = self._new, self.size, self._scalar
+        c.elems = list(self.elems) if self._scalar else [e._copy() for e in self.elems]
+        return c
+
+    def _set(self, other: Array) -> None:
+        if self._scalar:
+            self.elems[:] = other.elems
+        else:
+            for a, b in zip(self.elems, other.elems):
+                a._set(b)
+
+    def _eq(self, other: Array) -> bool:
+        if self._scalar:
+            return self.elems == other.elems
+        return all(a._eq(b) for a, b in zip(self.elems, other.elems))
+
+    def _check(self, i: int) -> None:
+        if not 0 <= i < self.size:
+            raise P4RuntimeError(f"array index {i} out of range 0..{self.size - 1}")
+
+    def at(self, i: int) -> Any:
+        self._check(i)
+        return self.elems[i]
+
+    def put(self, i: int, v: Any) -> None:
+        self._check(i)
+        self.elems[i] = v
+
+
 def div(a: int, b: int) -> int:
     if b == 0:
         raise P4RuntimeError("division by zero")

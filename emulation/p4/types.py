@@ -87,6 +87,20 @@ class EnumT(Ty):
         return self.name
 
 
+def _wire_width(t: "Ty") -> int:
+    """Bits a header field takes on the wire (a varbit: 0, its size is dynamic; a struct-typed
+    field: the sum of its fields)."""
+    if isinstance(t, Bits):
+        return t.width
+    if isinstance(t, EnumT) and t.repr:
+        return t.repr.width
+    if isinstance(t, VarBit):
+        return 0
+    if isinstance(t, StructT):
+        return sum(_wire_width(ft) for _, _, ft in t.fields)
+    return 1
+
+
 @dataclass(eq=False)
 class HeaderT(Ty):
     name: str
@@ -99,8 +113,7 @@ class HeaderT(Ty):
 
     @property
     def width(self) -> int:
-        return sum(t.width if isinstance(t, Bits) else t.repr.width if isinstance(t, EnumT) and t.repr else
-                   0 if isinstance(t, VarBit) else 1 for _, _, t in self.fields)
+        return sum(_wire_width(t) for _, _, t in self.fields)
 
     @property
     def varbit(self):
@@ -138,6 +151,17 @@ class StructT(Ty):
 @dataclass(eq=False)
 class StackT(Ty):
     elem: HeaderT
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.elem}[{self.size}]"
+
+
+@dataclass(eq=False)
+class ArrayT(Ty):
+    """``T[n]`` whose element is not a header: an array of values (bit<W>, structs, header
+    unions, ...) indexed like a header stack but without nextIndex, push/pop or extraction."""
+    elem: Ty
     size: int
 
     def __str__(self) -> str:
@@ -213,13 +237,14 @@ def is_scalar(t: Ty) -> bool:
 
 
 def is_composite(t: Ty) -> bool:
-    return isinstance(t, (HeaderT, StructT, StackT))
+    return isinstance(t, (HeaderT, StructT, StackT, ArrayT))
 
 
 def same(a: Ty, b: Ty) -> bool:
     if isinstance(a, (AnyT, TypeVarT)) or isinstance(b, (AnyT, TypeVarT)):
         return True
-    return a == b if not isinstance(a, (EnumT, HeaderT, StructT, StackT, TupleT, ExternT)) else (
+    return a == b if not isinstance(a, (EnumT, HeaderT, StructT, StackT, ArrayT, TupleT, ExternT)) else (
         a is b or (isinstance(a, StackT) and isinstance(b, StackT) and a.elem is b.elem and a.size == b.size)
+        or (isinstance(a, ArrayT) and isinstance(b, ArrayT) and a.size == b.size and same(a.elem, b.elem))
         or (isinstance(a, TupleT) and isinstance(b, TupleT) and len(a.items) == len(b.items)
             and all(same(x, y) for x, y in zip(a.items, b.items))))

@@ -145,6 +145,51 @@ class Device:
                 return []
             out = sw.process(port, frame)
             digests = self._drain_digests(sw)
+        return self._deliver(out, digests)
+
+    def process_batch(self, port: int, frames: Sequence[bytes]) -> list | None:
+        """Run frames that arrived together on one port, taking the lock once (the switch
+        process's event loop).  Returns, per frame in order, what the pipeline emitted
+        (``(port, bytes)`` pairs, CPU port included) or the exception it raised, or None when
+        no pipeline is loaded.  Outputs are transmitted/delivered as :meth:`process` does,
+        after the lock is released; digests of the batch follow them."""
+        results: list = []
+        append = results.append
+        with self.lock:
+            sw = self.switch
+            if sw is None:
+                return None
+            run = sw.process
+            for f in frames:
+                try:
+                    append(run(port, f))
+                except Exception as e:  # noqa: BLE001 - one bad packet must not cost the batch
+                    append(e)
+            digests = self._drain_digests(sw)
+        cpu, transmit = self.cpu_port, self.transmit
+        for out in results:
+            if type(out) is list:
+                for eport, data in out:
+                    if eport == cpu:
+                        self._packet_in(data)
+                    else:
+                        transmit(eport, data)
+        if digests:
+            self._deliver([], digests)
+        return results
+
+    def advance(self, now: float | None = None) -> list[tuple[int, bytes]]:
+        """Run egress on what the switch's egress queues release by ``now`` (Switch.advance;
+        nothing without queues); transmit and deliver it as :meth:`process` does."""
+        with self.lock:
+            sw = self.switch
+            if sw is None:
+                return []
+            out = sw.advance(now)
+            digests = self._drain_digests(sw)
+        return self._deliver(out, digests)
+
+    def _deliver(self, out: list[tuple[int, bytes]], digests: list) -> list[tuple[int, bytes]]:
         front = []
         for eport, data in out:
             if self.cpu_port is not None and eport == self.cpu_port:

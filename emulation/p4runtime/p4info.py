@@ -285,6 +285,8 @@ def p4info_from_program(program_or_info: Any) -> Any:
         for kind, nm in (("direct_counter", t.direct_counter), ("direct_meter", t.direct_meter)):
             if nm:
                 tm.direct_resource_ids.append(sym.id(kind, nm))
+        if getattr(t, "implementation", None):
+            tm.implementation_id = sym.id("action_profile", t.implementation)
         tm.size = t.size
         if getattr(t, "support_timeout", False):   # ``support_timeout = true``
             tm.idle_timeout_behavior = p4i.Table.NOTIFY_CONTROL
@@ -335,6 +337,17 @@ def p4info_from_program(program_or_info: Any) -> Any:
             mf.bitwidth = e.width
             mf.match_type = p4i.MatchField.EXACT
             vs.size = e.size
+        elif e.kind == "action_profile":
+            # p4c: @max_group_size goes into max_group_size (selectors only), not the annotations
+            ann = {k: v for k, v in e.annotations.items() if k != "max_group_size"}
+            ap = p.action_profiles.add()
+            _preamble(ap.preamble, sym, "action_profile", e.name, ann)
+            ap.table_ids.extend(table_ids[cp_name(t.name)] for t in tables
+                                if getattr(t, "implementation", None) == e.name)
+            ap.with_selector = e.algorithm is not None
+            ap.size = e.size
+            if "max_group_size" in e.annotations and ap.with_selector:
+                ap.max_group_size = int(e.annotations["max_group_size"].strip(), 0)
         elif e.kind == "register":
             r = p.registers.add()
             _preamble(r.preamble, sym, "register", e.name, e.annotations)
@@ -361,9 +374,29 @@ def p4info_from_program(program_or_info: Any) -> Any:
             mem = st.members.add()
             mem.name = f.name
             mem.type_spec.bitstring.bit.bitwidth = f.width
+    _add_serializable_enums(p, info)
     if _writes_type_info(info):
         p.type_info.SetInParent()
     return p
+
+
+def _add_serializable_enums(p: Any, info: Any) -> None:
+    """``type_info.serializable_enums``: the ``enum bit<W>`` types of the controller-header
+    fields and of the listed actions' parameters, as p4c writes them (its TypeSpecConverter
+    visits those types; an enum used elsewhere only is not listed).  P4Runtime spec 1.3,
+    "P4TypeInfo"; member values big-endian in ceil(W/8) bytes.  Controllers read them to
+    name PacketIn/PacketOut values (p4lang/tutorials flowcache)."""
+    wanted = {f.enum for h in info.controller_headers for f in h.fields}
+    wanted |= {q.enum for a in _used_actions(info) for q in a.params}
+    for e in getattr(info, "serializable_enums", ()):
+        if e.name not in wanted or e.name in p.type_info.serializable_enums:
+            continue
+        se = p.type_info.serializable_enums[e.name]
+        se.underlying_type.bitwidth = e.width
+        for name, value in e.members:
+            m = se.members.add()
+            m.name = name
+            m.value = value.to_bytes((e.width + 7) // 8, "big")
 
 
 def _used_actions(info: Any) -> list:

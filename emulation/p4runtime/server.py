@@ -11,7 +11,7 @@ The servicer here only checks and dispatches; each job has its module (see
   ``device_config.py``);
 * entity handlers for ``Write``/``Read``: ``tables.py`` (incl. default entries),
   ``replication.py`` (multicast groups, clone sessions), ``counters.py`` (counters, direct
-  counters), ``registers.py``, ``meters.py``, ``value_sets.py``, ``digests.py``;
+  counters), ``action_profiles.py`` (members, groups, one-shot action sets), ``registers.py``, ``meters.py``, ``value_sets.py``, ``digests.py``;
   ``packet_io.py`` (PacketOut/PacketIn);
 * byte strings and match fields: :mod:`host_agent.p4runtime.codec`, shared with the client.
 
@@ -34,6 +34,7 @@ from host_agent.p4runtime import p4runtime_pb2 as pb
 from host_agent.p4runtime.codec import CodecError
 from host_agent.p4runtime.p4runtime_pb2_grpc import P4RuntimeServicer, add_P4RuntimeServicer_to_server
 
+from .action_profiles import ActionProfiles
 from .arbitration import Arbiter
 from .counters import Counters, DirectCounters
 from .device import Device
@@ -64,6 +65,7 @@ class P4RuntimeServicerImpl(P4RuntimeServicer):
         self.packet_io = PacketIO(self.state, self.arbiter)
         self.digests = Digests(self.state, self.arbiter)
         self.idle_timeouts = IdleTimeoutSweeper(self.state, self.arbiter)
+        action_profiles = ActionProfiles(self.state)
         # Entity oneof name -> its handler (``write(update type, message)``, ``read(message)``)
         self.entities: dict[str, Any] = {
             "table_entry": Tables(self.state, on_idle_timeout=self.idle_timeouts.wake),
@@ -74,6 +76,8 @@ class P4RuntimeServicerImpl(P4RuntimeServicer):
             "meter_entry": Meters(self.state),
             "value_set_entry": ValueSets(self.state),
             "digest_entry": self.digests,
+            "action_profile_member": action_profiles,
+            "action_profile_group": action_profiles,
         }
         device.packet_in_listeners.append(self.packet_io.on_packet_in)
         device.digest_listeners.append(self.digests.on_digest)

@@ -2,7 +2,7 @@
 the hooks that clear per-pipeline state when a new pipeline is installed."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from google.rpc import code_pb2
 
@@ -17,6 +17,7 @@ class ServerState:
         self.device = device
         self.index: P4InfoIndex | None = None
         self._reset_hooks: list[Callable[[], None]] = []
+        self.action_profiles: Any = None   # the ActionProfiles handler (table entries use it)
 
     def on_pipeline_change(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` whenever a pipeline is installed (to drop state of the old one)."""

@@ -57,9 +57,13 @@ def entry_to_pb(state: ServerState, t: Any, ent: Any, *, default: bool = False, 
             out.priority = ent.priority
         if t.is_const_table:
             out.is_const = True
-    a = idx.get("action", ent.action) if idx else None
-    if a is not None:
-        encode_params(out.action.action, a, ent.args)
+    profiles = getattr(state, "action_profiles", None)
+    if profiles is not None and profiles.encode_entry_action(t, ent, out):
+        pass    # a member, a group or a one-shot action set (action_profiles.py)
+    else:
+        a = idx.get("action", ent.action) if idx else None
+        if a is not None:
+            encode_params(out.action.action, a, ent.args)
     if not default and getattr(ent, "idle_timeout_ns", 0):
         out.idle_timeout_ns = ent.idle_timeout_ns
     if since_hit_ns is not None and not default:
@@ -97,7 +101,13 @@ class Tables:
         if kind is None:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, f"table {t.preamble.name}: the entry has no action")
         if kind != "action":
-            raise P4RTError(code_pb2.UNIMPLEMENTED, f"{kind}: action profiles are not supported")
+            if default:
+                raise P4RTError(code_pb2.UNIMPLEMENTED, f"table {t.preamble.name}: {kind} as the default "
+                                                        f"action is not supported")
+            return self.state.action_profiles.table_action(t, entry)
+        if t.implementation_id and not default:
+            raise P4RTError(code_pb2.INVALID_ARGUMENT, f"table {t.preamble.name} has an action profile: its "
+                                                       f"entries name a member, a group or an action set")
         return self._action(t, entry.action.action, default=default)
 
     # -------------------------------------------------------------- write
@@ -134,10 +144,14 @@ class Tables:
             if typ == U.INSERT:
                 if existing is not None:
                     raise P4RTError(code_pb2.ALREADY_EXISTS, f"table {tn}: an entry with this match exists")
-                name, args = self._table_action(t, e, default=False)
                 if len(tab.entries()) >= t.size > 0:
                     raise P4RTError(code_pb2.RESOURCE_EXHAUSTED, f"table {tn} is full ({t.size} entries)")
-                h = tab.add(match, name, args, prio_arg)
+                name, args = self._table_action(t, e, default=False)
+                try:
+                    h = tab.add(match, name, args, prio_arg)
+                except Exception:
+                    self._release(t, name, args)
+                    raise
                 if e.HasField("counter_data"):
                     ent = tab.entry(h)
                     ent.packets, ent.bytes = e.counter_data.packet_count, e.counter_data.byte_count
@@ -146,8 +160,14 @@ class Tables:
             elif typ == U.MODIFY:
                 if existing is None:
                     raise P4RTError(code_pb2.NOT_FOUND, f"table {tn}: no entry with this match")
+                old = (existing.action, dict(existing.args))
                 name, args = self._table_action(t, e, default=False)
-                tab.modify(existing.handle, name, args)
+                try:
+                    tab.modify(existing.handle, name, args)
+                except Exception:
+                    self._release(t, name, args)
+                    raise
+                self._release(t, *old)
                 if e.HasField("counter_data"):
                     existing.packets, existing.bytes = e.counter_data.packet_count, e.counter_data.byte_count
                 if ages and e.idle_timeout_ns != getattr(existing, "idle_timeout_ns", 0):
@@ -155,9 +175,16 @@ class Tables:
             elif typ == U.DELETE:
                 if existing is None:
                     raise P4RTError(code_pb2.NOT_FOUND, f"table {tn}: no entry with this match")
+                old = (existing.action, dict(existing.args))
                 tab.delete(existing.handle)
+                self._release(t, *old)
         except (TableError, KeyError, ValueError) as ex:
             raise P4RTError(code_pb2.INVALID_ARGUMENT, str(ex)) from None
+
+    def _release(self, t: Any, action: str, args: dict) -> None:
+        """An entry no longer points at ``action``: a one-shot group of it goes away."""
+        if t.implementation_id and "handle" in args:
+            self.state.action_profiles.release(t, (action, args["handle"]))
 
     def _set_idle_timeout(self, tab: Any, handle: int, timeout_ns: int) -> None:
         tab.set_idle_timeout(handle, timeout_ns)

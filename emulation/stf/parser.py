@@ -17,6 +17,7 @@ One command per line, ``#`` starts a comment, keywords are case-insensitive::
     register_write NAME INDEX VALUE | register_read NAME INDEX [[==] VALUE] | register_reset NAME
     counter_read NAME INDEX [packets|bytes [OP] VALUE]... | counter_write NAME INDEX PKTS BYTES
     counter_reset NAME
+    act_prof_create_member PROFILE ACTION(...) | act_prof_create_group PROFILE | ...  (action_profiles.py)
     check_counter NAME(INDEX|$ID) [packets|bytes] [OP VALUE]     (OP: == != < <= > >=)
 
 Match values (converted by the runner, which knows each key's width and match kind):
@@ -298,7 +299,42 @@ class CounterReset(Command):
     name: str
 
 
-CONTROL_COMMANDS = (Add, SetDefault, Remove, McGroupCreate, McGroupDestroy, McNodeCreate,
+@dataclass
+class ActProf(Command):
+    """``act_prof_*``: action profile members and groups (run by :mod:`emulation.stf.action_profiles`)."""
+    op: str
+    profile: str
+    ints: list[int] = field(default_factory=list)
+    action: str | None = None
+    args: list = field(default_factory=list)
+
+
+# act_prof_* command -> number of handles after PROFILE, and whether an ACTION(...) follows them
+_ACT_PROF_COMMANDS = {
+    "act_prof_create_member": (0, True),
+    "act_prof_modify_member": (1, True),
+    "act_prof_delete_member": (1, False),
+    "act_prof_create_group": (0, False),
+    "act_prof_delete_group": (1, False),
+    "act_prof_add_member_to_group": (2, False),
+    "act_prof_remove_member_from_group": (2, False),
+}
+
+
+def _parse_act_prof(cmd: str, rest: str, line: int) -> ActProf:
+    nints, with_action = _ACT_PROF_COMMANDS[cmd]
+    usage = f"usage: {cmd} PROFILE" + " N" * nints + (" ACTION(ARGS)" if with_action else "")
+    toks = rest.split(None, nints + 1) if with_action else rest.split()
+    if len(toks) != 1 + nints + (1 if with_action else 0):
+        raise ValueError(usage)
+    ints = [_int(t, "handle") for t in toks[1:1 + nints]]
+    if any(v < 0 for v in ints):
+        raise ValueError(f"negative handle in {rest!r}")
+    action, args = _action(toks[-1]) if with_action else (None, [])
+    return ActProf(line, cmd, toks[0], ints, action, args)
+
+
+CONTROL_COMMANDS = (ActProf, Add, SetDefault, Remove, McGroupCreate, McGroupDestroy, McNodeCreate,
                     McNodeAssociate, McNodeDissociate, MirroringAdd, MirroringDelete,
                     RegisterWrite, RegisterRead, RegisterReset, CounterRead, CounterWrite,
                     CounterReset)
@@ -602,6 +638,8 @@ def parse_line(text: str, line: int = 0) -> Command | None:
     if cmd == "counter_reset":
         need(1, "counter_reset NAME")
         return CounterReset(line, toks[0])
+    if cmd in _ACT_PROF_COMMANDS:
+        return _parse_act_prof(cmd, rest, line)
     raise ValueError(f"unknown STF command {parts[0]!r}")
 
 

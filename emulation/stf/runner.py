@@ -23,6 +23,13 @@ The semantics follow p4c's BMv2 STF runner (``backends/bmv2/bmv2stf.py``), re-im
   lpm value without ``/LEN`` gets the prefix length of its non-``*`` digits (capped at
   the key width; decimal and dotted values are full-width).
 
+* Table and key names resolve as p4c's runner resolves them: the full name, then a unique
+  suffix; a key ``K`` also matches a key named ``K$`` or ``K.$valid$`` and ``X.valid`` matches
+  ``X.$valid$`` (p4c's P4_14 converter names validity keys ``data.$valid$``; its STF files
+  write ``data:1`` or ``data.$valid:0b1``).
+* ``check_counter`` values are checked (p4c's BMv2 runner ignores these lines).  Byte counts
+  are BMv2's: the packet as received, without an Ethernet FCS.
+
 The runner only uses the public ``Switch`` API (``process``, ``table_*``, ``mc_*``,
 ``mirroring_add``, ``register_*``, ``counter_*``, ``direct_counter_read``) and
 ``sw.program.info`` for the names, widths and match kinds of table keys.
@@ -42,7 +49,9 @@ from emulation.p4.errors import P4Error
 from emulation.v1model.load import load_switch
 from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
 
-from .parser import (Add, Command, CounterRead, CounterReset, CounterWrite, Expect, Masked,
+from .action_profiles import INDIRECT_ACTIONS, indirect_action, run_action_profile_command
+from .p4c_forms import check_p4c_forms, p4c_table_key_problem, wants_lenient
+from .parser import (ActProf, Add, Command, CounterRead, CounterReset, CounterWrite, Expect, Masked,
                      McGroupCreate, McGroupDestroy, McNodeAssociate, McNodeCreate,
                      McNodeDissociate, MirroringAdd, MirroringDelete, NoPacket, Num, Packet,
                      Pattern, Prefix, RangeV, RegisterRead, RegisterReset, RegisterWrite, Remove,
@@ -91,6 +100,17 @@ def _norm_key(name: str) -> str:
     return n
 
 
+def _p4c_spellings(c: str) -> list[str]:
+    """The names p4c's runner (bmv2stf.py, ``TableKeyInstance.set``) also tries for an STF
+    key ``c``, in its order: ``c$``, ``c.$valid$`` (``data:1`` keys on the validity of
+    ``data``, named ``data.$valid$`` by p4c's P4_14 converter) and ``X.valid`` as
+    ``X.$valid$``."""
+    out = [c + "$", c + ".$valid$"]
+    if c.endswith(".valid"):
+        out.append(c[:-len("valid")] + "$valid$")
+    return out
+
+
 def _resolve_key(ti: Any, raw: str) -> Any:
     keys = ti.keys
     norm = {k.name.replace(" ", ""): k for k in keys}
@@ -105,11 +125,20 @@ def _resolve_key(ti: Any, raw: str) -> Any:
         if c in norm:
             return norm[c]
     for c in cands:
-        m = [k for n, k in norm.items() if n.endswith("." + c)]
+        for alt in _p4c_spellings(c):
+            if alt in norm:
+                return norm[alt]
+    for c in cands:
+        m = [k for n, k in norm.items() if n.endswith("." + c) or n.endswith("." + c + "$")]
         if len(m) == 1:
             return m[0]
         if len(m) > 1:
             raise ValueError(f"table {ti.name}: key name {raw!r} is ambiguous: {[k.name for k in m]}")
+    if raw.strip() == "valid":      # p4c: a lone ``valid`` names the (one) validity key
+        m = [k for n, k in norm.items() if n == "$valid$" or n.endswith(".$valid$")
+             or n.endswith(".isValid()")]
+        if len(m) == 1:
+            return m[0]
     raise ValueError(f"table {ti.name}: no key {raw!r}; keys are {[k.name for k in keys]}")
 
 
@@ -122,6 +151,17 @@ def _table_kind(ti: Any) -> str:
     if "lpm" in kinds:
         return "lpm"
     return "exact"
+
+
+def _fcs_hint(kind: str, op: str, got: int, want: int, packets: int) -> str:
+    """Explain a byte count that is off by exactly 4 bytes a packet.  BMv2 counts a packet's
+    length as received (``Packet::get_ingress_length``, no Ethernet FCS); some STF files
+    (p4c's ``p4_14_samples/counter3.stf``) were written for targets that count the 4-byte FCS.
+    p4c's BMv2 runner never checks them: it ignores ``check_counter`` lines."""
+    if kind == "bytes" and op == "==" and packets and want - got == 4 * packets:
+        return (f" (4 bytes more a packet: the STF counts a 4-byte FCS; BMv2 counts the packet "
+                f"as received, and p4c's BMv2 runner does not check check_counter lines)")
+    return ""
 
 
 # ------------------------------------------------------------------ values
@@ -260,10 +300,11 @@ def _spaced(h: str) -> str:
 
 # ------------------------------------------------------------------ the run
 class _Run:
-    def __init__(self, sw: Any, filename: str, log: Callable[[str], None] | None):
+    def __init__(self, sw: Any, filename: str, log: Callable[[str], None] | None, p4c_forms: bool = False):
         self.sw = sw
         self.filename = filename
         self.log = log
+        self.p4c_forms = p4c_forms      # refuse key values p4c's runner refuses (p4c_forms.py)
         info = getattr(getattr(sw, "program", None), "info", None)
         self.info = info
         self.ids: dict[str, tuple[str, int]] = {}
@@ -356,14 +397,21 @@ class _Run:
             self.counts["control"] += 1
         if isinstance(c, Add):
             ti = self.table_info(c, c.table)
-            action = self.action_name(c, ti, c.action)
-            args = self.action_args(c, action, c.args)
+            if c.action.lower() in INDIRECT_ACTIONS:
+                action, args = indirect_action(self, c, c.action, c.args)
+            else:
+                action = self.action_name(c, ti, c.action)
+                args = self.action_args(c, action, c.args)
             match: dict[str, Any] = {}
             for kname, mv in c.matches:
                 try:
                     k = _resolve_key(ti, kname)
                     if k.name in match:
                         raise ValueError(f"key {k.name} given twice")
+                    if self.p4c_forms:
+                        problem = p4c_table_key_problem(k.match_kind, kname, mv)
+                        if problem:
+                            raise ValueError(f"{problem} (or run leniently: --lenient)")
                     match[k.name] = to_match_spec(k, mv)
                 except ValueError as e:
                     raise self.err(c, str(e)) from None
@@ -382,9 +430,14 @@ class _Run:
             self._log(f"  add {ti.name} {match} -> {action}{args} prio={prio} handle={h}")
         elif isinstance(c, SetDefault):
             ti = self.table_info(c, c.table)
-            action = self.action_name(c, ti, c.action)
-            args = self.action_args(c, action, c.args)
+            if c.action.lower() in INDIRECT_ACTIONS:
+                action, args = indirect_action(self, c, c.action, c.args)
+            else:
+                action = self.action_name(c, ti, c.action)
+                args = self.action_args(c, action, c.args)
             self.call(c, sw.table_set_default, ti.name, action, args)
+        elif isinstance(c, ActProf):
+            run_action_profile_command(self, c)
         elif isinstance(c, Remove):
             if c.all:
                 for ti in self.info.tables if self.info else []:
@@ -477,7 +530,8 @@ class _Run:
                 got = pk if kind == "packets" else by
                 if not _OPS[op](got, want):
                     idx = f"${c.handle_id}" if c.handle_id is not None else str(c.index)
-                    self.fail(c, f"counter {c.name}({idx}) {kind} is {got}, expected {op} {want}")
+                    self.fail(c, f"counter {c.name}({idx}) {kind} is {got}, expected {op} {want}"
+                                 f"{_fcs_hint(kind, op, got, want, pk)}")
         elif isinstance(c, CounterWrite):
             self.call(c, sw.counter_write, c.name, c.index, c.packets, c.nbytes)
         elif isinstance(c, CounterReset):
@@ -549,10 +603,13 @@ class _Run:
 
 
 def run_stf_text(sw: Any, text: str, filename: str = "<stf>",
-                 log: Callable[[str], None] | None = None) -> StfResult:
-    """Run an STF text on an existing switch.  Raises :class:`StfError` on bad input."""
+                 log: Callable[[str], None] | None = None, *, p4c_forms: bool = False) -> StfResult:
+    """Run an STF text on an existing switch.  Raises :class:`StfError` on bad input; with
+    ``p4c_forms``, also on forms p4c's own runner refuses (:mod:`~emulation.stf.p4c_forms`)."""
+    if p4c_forms:
+        check_p4c_forms(text, filename)
     cmds = parse_stf(text, filename)
-    r = _Run(sw, filename, log)
+    r = _Run(sw, filename, log, p4c_forms)
     lines = text.splitlines()
     for c in cmds:
         if log:
@@ -563,16 +620,25 @@ def run_stf_text(sw: Any, text: str, filename: str = "<stf>",
 
 
 def run_stf(program_path: str, stf_path: str, include_dirs: Sequence[str] = (),
-            log: Callable[[str], None] | None = None, *, allow_target_extensions: bool = False) -> StfResult:
+            log: Callable[[str], None] | None = None, *, allow_target_extensions: bool = False,
+            lenient: bool = False) -> StfResult:
     """Compile ``program_path``, run the STF file on a fresh switch.
 
+    The file must use forms p4c's own runner reads too (:mod:`~emulation.stf.p4c_forms`), unless
+    ``lenient`` or the file says ``# saatp: lenient-stf``.
     Raises ``P4Error`` (program), :class:`StfError` (test file) or ``OSError``.
     """
     with open(stf_path) as f:
         text = f.read()
-    parse_stf(text, stf_path)            # report STF syntax errors before compiling
-    sw = load_switch(program_path, include_dirs=list(include_dirs), allow_target_extensions=allow_target_extensions)
-    return run_stf_text(sw, text, stf_path, log)
+    p4c_forms = not lenient and not wants_lenient(text)
+    if p4c_forms:
+        check_p4c_forms(text, stf_path)  # report STF syntax errors before compiling
+    else:
+        parse_stf(text, stf_path)
+    # with a log (``-v``), the switch prints BMv2-style per-packet lines too (a traced compile)
+    sw = load_switch(program_path, include_dirs=list(include_dirs), allow_target_extensions=allow_target_extensions,
+                     log=log)
+    return run_stf_text(sw, text, stf_path, log, p4c_forms=p4c_forms)
 
 
 def apply_commands(sw: Any, text: str, filename: str = "<commands>",
@@ -600,6 +666,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--allow-target-extensions", action="store_true",
                     help="accept constructs p4c's BMv2 back end refuses (programs for the embedded target only)")
+    ap.add_argument("--lenient", action="store_true",
+                    help="accept STF forms p4c's own runner refuses (V&&&M, V/LEN, ranges, odd hex digits, "
+                         "act_prof_* ...)")
     try:
         args = ap.parse_args(list(argv) if argv is not None else None)
     except SystemExit as e:       # --help (0) or a usage error (2)
@@ -607,7 +676,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = print if args.verbose else None
     try:
         res = run_stf(args.program, args.stf, args.include, log=log,
-                      allow_target_extensions=args.allow_target_extensions)
+                      allow_target_extensions=args.allow_target_extensions, lenient=args.lenient)
     except StfError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -11,21 +11,25 @@ v1model's externs are lowered here (:class:`V1Hooks`), following BMv2's
 """
 from __future__ import annotations
 
+import marshal
 import os
+import re
 from typing import Any, Optional
 
 from emulation.p4 import nodes as A
 from emulation.p4 import pyrt
+from emulation.p4.builder import _int_literal
 from emulation.p4.compiler.core import Compiler
 from emulation.p4.compiler.hooks import ArchHooks, InstSym, Out, Scope
 from emulation.p4.errors import P4Error, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
-from emulation.p4.types import (AnyT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
+from emulation.p4.types import (AnyT, ArrayT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit)
 
 from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
 from . import externs as X
-from .hashes import concat_fields
+from .hashes import concat_fields, csum16_int
+from . import action_profiles as AP
 from .tables import ActionInfo, KeyInfo, Table
 
 V1SWITCH_PARAMS = ("p", "vr", "ig", "eg", "ck", "dep")
@@ -95,9 +99,21 @@ class V1Hooks(ArchHooks):
             out(f"{py} = DirectMeter({full!r}, {unit!r})")
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="direct_meter", name=full, unit=unit))
         elif kind in ("action_profile", "action_selector"):
-            # members and groups are not modelled: the tables that name it take direct entries
-            out(f"{py} = None")
-            return
+            # members, groups and selector hashing: emulation/v1model/action_profiles.py
+            if kind == "action_profile":
+                if len(args) != 1:
+                    raise comp.err("action_profile(size) takes one argument", inst.decl or loc)
+                size, algo = comp.const_int(args[0], scope, "action profile size"), None
+            else:
+                if len(args) != 3:
+                    raise comp.err("action_selector(algorithm, size, outputWidth) takes three arguments",
+                                   inst.decl or loc)
+                algo = self._algo(comp, args[0])
+                size = comp.const_int(args[1], scope, "action selector size")
+                comp.const_int(args[2], scope, "action selector output width")
+            out(f"{py} = AP.ActionProfile({full!r}, {size}, {algo!r}, RT)")
+            comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="action_profile", name=full,
+                                                        size=size, algorithm=algo))
         else:
             raise P4Unsupported(f"extern {kind} is not supported by the embedded v1model target", loc)
         out(f"REG.externs[{full!r}] = {py}")
@@ -200,12 +216,16 @@ class V1Hooks(ArchHooks):
                     out(f"_s = {stc}")
                     out("_h = _s.next_()")
                     out(f"_h._extract_v({oc}, {sc})")
+                    if comp.trace:
+                        out(f"TR.extract({_header_name(e.obj)!r} + '[' + str(_s.nxt) + ']')")
                     out("_s.nxt += 1")
                     return None
                 c, t = comp.expr(e, scope)
                 if not isinstance(t, HeaderT) or t.varbit is None:
                     raise comp.err("extract with a size needs a header with a varbit field", e)
                 out(f"{c}._extract_v({oc}, {sc})")
+                if comp.trace:
+                    out(f"TR.extract({_header_name(e)!r})")
                 return None
             (e,) = self._args(comp, call, 1, "extract")
             if isinstance(e, A.Member) and e.name == "next":
@@ -219,6 +239,8 @@ class V1Hooks(ArchHooks):
                 out(f"if _o + {nb} > {oc}.n: raise ParserReject(1)")
                 out(f"_h._extract({oc}.buf, _o)")
                 out(f"{oc}.off = _o + {nb}")
+                if comp.trace:
+                    out(f"TR.extract({_header_name(e.obj)!r} + '[' + str(_s.nxt) + ']')")
                 out("_s.nxt += 1")
                 return None
             c, t = comp.expr(e, scope)
@@ -233,6 +255,8 @@ class V1Hooks(ArchHooks):
             out(f"if _o + {nb} > {oc}.n: raise ParserReject(1)")
             out(f"{c}._extract({oc}.buf, _o)")
             out(f"{oc}.off = _o + {nb}")
+            if comp.trace:
+                out(f"TR.extract({_header_name(e)!r})")
             return None
         if method == "lookahead":
             if len(call.type_args) != 1:
@@ -272,21 +296,34 @@ class V1Hooks(ArchHooks):
     def _emit(self, comp, oc, c, t, out, node):
         if isinstance(t, HeaderT):
             out(f"_h = {c}")
-            out(f"if _h._valid: {oc}.parts.append(_h._bytes())")
+            if comp.trace:
+                out(f"if _h._valid: TR.deparse({_header_name(node)!r}); {oc}.parts.append(_h._bytes())")
+            else:
+                out(f"if _h._valid: {oc}.parts.append(_h._bytes())")
         elif isinstance(t, StackT):
             out(f"for _h in {c}.elems:")
-            out(f"    if _h._valid: {oc}.parts.append(_h._bytes())")
+            if comp.trace:
+                out(f"    if _h._valid: TR.deparse({_header_name(node)!r}); {oc}.parts.append(_h._bytes())")
+            else:
+                out(f"    if _h._valid: {oc}.parts.append(_h._bytes())")
         elif isinstance(t, StructT):
             for n, p, ft in t.fields:
                 self._emit(comp, oc, f"{c}.{p}", ft, out, node)
+        elif isinstance(t, ArrayT) and isinstance(t.elem, StructT) and t.elem.union:
+            for i in range(t.size):     # a stack of header unions: each element's valid member
+                self._emit(comp, oc, f"{c}.elems[{i}]", t.elem, out, node)
         else:
             raise comp.err(f"emit needs a header, a header stack or a struct of headers, not {t}", node)
 
     # ------------------------------------------------------------ functions
-    def _fields(self, comp, e, scope):
+    def _fields(self, comp, e, scope, as_int: bool = False):
         """Code building the bytes of a field list ({a, b, c}, a header or a struct) for hashes and
         checksums: the fields concatenated bit-wise, MSB first, zero-padded at the end to a byte
-        boundary (BMv2's BufBuilder).  Widths are static, so this is one shift-or expression."""
+        boundary (BMv2's BufBuilder).  Widths are static, so this is one shift-or expression.
+        With ``as_int``: ``([(code, bit shift), ...], length in bytes)`` (the integer is the
+        sum of ``code << shift``, the last byte's padding included), or None when a varbit
+        makes the length dynamic.  Fields of one header are read through one local
+        (``_fq := p_hdr.ipv4``) instead of walking the path again for each field."""
         items: list[tuple[str, int]] = []
 
         def add(code, t, node):
@@ -315,9 +352,12 @@ class V1Hooks(ArchHooks):
         if not items:
             return "b''"
         if any(w < 0 for _, w in items):
+            if as_int:
+                return None
             # a varbit field makes the width dynamic: concatenate at run time
             pairs = ", ".join(c if w < 0 else f"({c}, {w})" for c, w in items)
             return f"_concat_fields(({pairs},))"
+        items = _hoist_common_path(items)
         total = sum(w for _, w in items)
         pad = (-total) % 8
         parts = []
@@ -325,6 +365,12 @@ class V1Hooks(ArchHooks):
         for c, w in items:
             shift -= w
             parts.append(f"({c} << {shift})" if shift else c)
+        if as_int:
+            out, shift = [], total + pad
+            for c, w in items:
+                shift -= w
+                out.append((c, shift))
+            return out, (total + pad) // 8
         return f"({' | '.join(parts)}).to_bytes({(total + pad) // 8}, 'big')"
 
     def _adhoc_field_list(self, comp, data, scope) -> int:
@@ -409,21 +455,36 @@ class V1Hooks(ArchHooks):
             cc, ct = comp.expr(args[0], scope)
             if not isinstance(ct, BoolT):
                 raise comp.err(f"the condition of {name} must be bool", args[0])
-            fields = self._fields(comp, args[1], scope)
             algo = self._algo(comp, args[3])
             payload = " + RT.payload" if name.endswith("_with_payload") else ""
+            as_int = self._fields(comp, args[1], scope, as_int=True) if algo == "csum16" and not payload else None
+            if as_int is not None:
+                # RFC 1071 without a bytes object: 2**16 == 1 (mod 0xFFFF), so the field list's
+                # integer is congruent to the sum of its fields each shifted by (offset mod 16)
+                # bits (an odd byte count pads one zero byte: 8 more), and that sum of
+                # non-negative terms is 0 exactly when every field is (see hashes.csum16_int)
+                fields_at, nbytes = as_int
+                odd = 8 if nbytes & 1 else 0
+                terms = []
+                for c, sh in fields_at:
+                    k = (sh + odd) % 16
+                    terms.append(f"({c} << {k})" if k else c)
+                call_code = f"_csum16_int({' + '.join(terms)})"
+            else:
+                fields = self._fields(comp, args[1], scope)
+                call_code = f"HF[{algo!r}]({fields}{payload})"
             if name.startswith("verify"):
                 kc, kt = comp.expr(args[2], scope)
                 if not isinstance(kt, Bits):
                     raise comp.err("the checksum field must be bit<W>", args[2])
-                out(f"if {cc} and (HF[{algo!r}]({fields}{payload}) & {kt.mask:#x}) != {kc}: "
+                out(f"if {cc} and ({call_code} & {kt.mask:#x}) != {kc}: "
                     f"RT.cksum_error = 1")
             else:
                 kc, kt, assign = comp.lvalue(args[2], scope)
                 if not isinstance(kt, Bits):
                     raise comp.err("the checksum field must be bit<W>", args[2])
                 with out.block(f"if {cc}:"):
-                    for s in assign(f"(HF[{algo!r}]({fields}{payload}) & {kt.mask:#x})"):
+                    for s in assign(f"({call_code} & {kt.mask:#x})"):
                         out(s)
             return None
         if name in ("clone", "clone3", "clone_preserving_field_list"):
@@ -492,6 +553,19 @@ class V1Hooks(ArchHooks):
         raise P4Unsupported(f"extern function {name} is not supported by the embedded v1model target", call.loc)
 
 
+def _header_name(e: Any) -> str:
+    """The name BMv2 logs a header by: the header instance (``hdr.ipv4`` -> ``ipv4``;
+    ``hdr.s[1]`` -> ``s[1]``)."""
+    if isinstance(e, A.Member):
+        return e.name
+    if isinstance(e, A.Index):
+        idx = e.index.value if isinstance(e.index, A.IntLit) else "?"
+        return f"{_header_name(e.obj)}[{idx}]"
+    if isinstance(e, A.Path):
+        return e.name
+    return "header"
+
+
 def _lookahead_hdr(pkt: pyrt.PacketIn, cls):
     h = cls()
     nb = cls._NB
@@ -502,6 +576,36 @@ def _lookahead_hdr(pkt: pyrt.PacketIn, cls):
 
 
 # ================================================================== programs
+_PATH_FIELD = re.compile(r"^([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\.([A-Za-z_]\w*)$")
+
+
+def _hoist_common_path(items: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Field-list items that are plain attribute paths under one prefix (``p_hdr.ipv4.ttl``...)
+    read the prefix once: the first becomes ``(_fq := p_hdr.ipv4).ttl``, the rest ``_fq.x``
+    (attribute reads have no side effects, and ``|`` evaluates left to right)."""
+    prefixes: dict[str, int] = {}
+    for c, _w in items:
+        m = _PATH_FIELD.match(c)
+        if m:
+            prefixes[m.group(1)] = prefixes.get(m.group(1), 0) + 1
+    if not prefixes:
+        return items
+    best, count = max(prefixes.items(), key=lambda kv: kv[1])
+    if count < 3:
+        return items
+    out, first = [], True
+    for c, w in items:
+        m = _PATH_FIELD.match(c)
+        if m and m.group(1) == best:
+            c = f"(_fq := {best}).{m.group(2)}" if first else f"_fq.{m.group(2)}"
+            first = False
+        out.append((c, w))
+    return out
+
+
+PacketIn, PacketOut, ParserReject, P4Exit = pyrt.PacketIn, pyrt.PacketOut, pyrt.ParserReject, pyrt.P4Exit
+
+
 class Registry:
     def __init__(self):
         self.tables: dict[str, Table] = {}
@@ -509,7 +613,13 @@ class Registry:
 
 
 class Program:
-    """A compiled v1model program: generated Python source plus its control-plane description."""
+    """A compiled v1model program: generated Python source plus its control-plane description.
+
+    It pickles to its generated code (a marshalled code object, valid for this Python
+    version) and description, never to its live namespace: unpickling runs the code again.
+    The front end's declarations in ``blocks`` are left out of the pickle (only the block
+    names and what was derived from the declarations are kept); the on-disk compile cache
+    (:mod:`~emulation.v1model.compile_cache`) relies on this."""
 
     def __init__(self, source: str, info: ProgramInfo, blocks: list, field_lists: dict, hdr_cls: str,
                  meta_cls: str, sm_cls: str, errors: list[str], filename: str):
@@ -519,19 +629,45 @@ class Program:
         self.field_lists = field_lists
         self.errors = errors
         self.filename = filename
+        self.traced = False
+        self.code = compile(source, f"<p4:{os.path.basename(filename)}>", "exec")
+        self._run(hdr_cls, meta_cls, sm_cls)
+        # controls whose apply block is empty: the per-packet path does not call them
+        self.empty_blocks = {n for n, decl, *_ in blocks
+                             if isinstance(decl, A.ControlDecl) and decl.body is not None and not decl.body.stmts}
+        # what the switch must maintain per packet: skipped when the program never reads it.
+        # Looked for in the blocks (``build``), not in the struct classes, which name every
+        # field; a whole-struct copy or comparison reads every field, so it counts as a use.
+        body = source[source.find("\ndef build("):]
+        whole = any(op in body for op in ("._set(", "._copy()", "._eq("))
+        self.uses_packet_length = whole or ".packet_length" in body
+        self.uses_timestamps = whole or "_global_timestamp" in body
+
+    def _run(self, hdr_cls: str, meta_cls: str, sm_cls: str) -> None:
+        """Execute the generated code in a fresh namespace; look up the three struct classes."""
         ns: dict[str, Any] = {
-            "X": X, "Table": Table, "KeyInfo": KeyInfo, "ActionInfo": ActionInfo, "Exact": Exact, "Lpm": Lpm,
+            "X": X, "AP": AP, "Table": Table, "IndirectTable": AP.IndirectTable, "KeyInfo": KeyInfo, "ActionInfo": ActionInfo, "Exact": Exact, "Lpm": Lpm,
             "Ternary": Ternary, "Range": Range, "Optional_": Optional_, "Stack": pyrt.Stack,
             "ParserReject": pyrt.ParserReject, "P4Exit": pyrt.P4Exit, "_rt": pyrt, "DirectMeter": DirectMeter,
             "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen", "_concat_fields": concat_fields,
+            "_csum16_int": csum16_int,
         }
-        code = compile(source, f"<p4:{os.path.basename(filename)}>", "exec")
-        exec(code, ns)
+        exec(self.code, ns)
         self.ns = ns
+        self.struct_class_names = (hdr_cls, meta_cls, sm_cls)
         self.hdr_cls, self.meta_cls, self.sm_cls = ns[hdr_cls], ns[meta_cls], ns[sm_cls]
-        # what the switch must maintain per packet: skipped when the program never reads it
-        self.uses_packet_length = ".packet_length" in source
-        self.uses_timestamps = "_global_timestamp" in source
+
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("ns", "code", "hdr_cls", "meta_cls", "sm_cls")}
+        state["blocks"] = [(n, None, *rest) for n, _decl, *rest in self.blocks]
+        state["code"] = marshal.dumps(self.code)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        self.__dict__.update(state)
+        self.code = marshal.loads(state["code"])
+        self._run(*state["struct_class_names"])
 
     def instantiate(self, rt: Any) -> "Datapath":
         return Datapath(self, rt)
@@ -554,6 +690,8 @@ class Datapath:
         names = [n for n, _, _ in program.blocks]
         self._p, self._vr, self._ig, self._eg, self._ck, self._dep = (blocks[n] for n in names)
         self.H, self.M, self.SM = program.hdr_cls, program.meta_cls, program.sm_cls
+        skip = set() if getattr(program, "traced", False) else getattr(program, "empty_blocks", set())
+        self._vr_live, self._eg_live, self._ck_live = "vr" not in skip, "eg" not in skip, "ck" not in skip
 
     def new_phv(self):
         return (self.H(), self.M(), self.SM())
@@ -561,45 +699,59 @@ class Datapath:
     def copy_phv(self, phv):
         return (phv[0]._copy(), phv[1]._copy(), phv[2]._copy())
 
-    def parse(self, data: bytes, phv) -> int:
-        pkt = pyrt.PacketIn(data)
+    def front(self, data: bytes, phv, want_base: bool = True, on_parsed=None, run: bool = True) -> tuple:
+        """Parse (a parser error goes to ``parser_error``), verify checksums and run ingress, in
+        one call (the per-packet path).  Returns ``(payload, base)``; ``base`` is the packet's
+        length minus its valid headers' bytes (0 unless ``want_base``).  ``on_parsed(sm)`` runs
+        between checksum verification and ingress (the tracer); ``run=False`` only parses."""
+        hdr, meta, sm = phv
+        pkt = PacketIn(data)
         try:
-            self._p(pkt, phv[0], phv[1], phv[2])
-        except pyrt.ParserReject as e:
-            phv[2].parser_error = e.code
-        return pkt.off
-
-    def verify_checksum(self, phv, payload: bytes = b"") -> None:
+            self._p(pkt, hdr, meta, sm)
+        except ParserReject as e:
+            sm.parser_error = e.code
+        off = pkt.off
+        payload = data[off:] if off else data
+        base = len(data) - hdr._vsize() if want_base else 0
+        if not run:
+            return payload, base
         rt = self.rt
-        rt.cksum_error = 0
-        rt.payload = payload
-        self._vr(phv[0], phv[1])
-        if rt.cksum_error:
-            phv[2].checksum_error = 1
-
-    def ingress(self, phv) -> None:
-        self.rt.sm = phv[2]
+        if self._vr_live:
+            rt.cksum_error = 0
+            rt.payload = payload
+            self._vr(hdr, meta)
+            if rt.cksum_error:
+                sm.checksum_error = 1
+        if on_parsed is not None:
+            on_parsed(sm)
+        rt.sm = sm
         try:
-            self._ig(phv[0], phv[1], phv[2])
-        except pyrt.P4Exit:
+            self._ig(hdr, meta, sm)
+        except P4Exit:
             pass
+        return payload, base
 
     def egress(self, phv) -> None:
+        if not self._eg_live:
+            return
         self.rt.sm = phv[2]
         try:
             self._eg(phv[0], phv[1], phv[2])
-        except pyrt.P4Exit:
+        except P4Exit:
             pass
 
-    def compute_checksum(self, phv, payload: bytes = b"") -> None:
-        self.rt.payload = payload
-        self._ck(phv[0], phv[1])
-
-    def deparse(self, phv, payload: bytes) -> bytes:
-        po = pyrt.PacketOut()
-        self._dep(po, phv[0])
-        po.parts.append(payload)
-        return b"".join(po.parts)
+    def back(self, phv, payload: bytes) -> bytes:
+        """Compute checksums and deparse: the bytes that leave."""
+        hdr = phv[0]
+        if self._ck_live:
+            self.rt.payload = payload
+            self._ck(hdr, phv[1])
+        po = PacketOut()
+        parts = po.parts
+        self._dep(po, hdr)
+        if payload:
+            parts.append(payload)
+        return b"".join(parts) if len(parts) != 1 else parts[0]
 
     def save_fields(self, meta, fl: Optional[int]):
         """Values of field list ``fl`` (attribute paths into the user metadata), copied."""
@@ -622,27 +774,67 @@ class Datapath:
             setattr(obj, path[-1], v)
 
 
-def _field_lists(meta: StructT, adhoc: dict) -> dict[int, list[tuple]]:
-    """Field lists: ``@field_list(N)`` annotations on user metadata fields, plus the ones made
-    from the data argument of the deprecated resubmit/recirculate/clone3 (negative ids)."""
-    out: dict[int, list[tuple]] = {}
-    for n, p, t in meta.fields:
-        anns = meta.field_annotations.get(n, {})
-        body = anns.get("field_list")
-        if body is None:
+def _field_list_ids(comp: Compiler, body: list, loc) -> list[int]:
+    """The ids named by one ``@field_list(...)`` annotation body: integer literals or compile-time
+    constants (``const`` declarations, serializable enum members such as ``FieldLists.fl1``),
+    comma-separated, as p4c evaluates them (the p4lang tutorials' flowcache names its list
+    ``FL_PACKET_IN``)."""
+    groups: list[list] = [[]]
+    for tok in body:
+        if tok.type == "COMMA":
+            groups.append([])
+        else:
+            groups[-1].append(tok)
+    ids = []
+    for g in groups:
+        kinds = [t.type for t in g]
+        text = "".join(t.value for t in g) if len(g) <= 3 else " ".join(t.value for t in g)
+        if kinds == ["INTEGER"]:
+            ids.append(_int_literal(g[0].value)[0])
             continue
-        for tok in body:
-            if tok.type == "INTEGER":
-                out.setdefault(int(tok.value, 0), []).append((p,))
+        if kinds == ["IDENTIFIER"]:
+            e = A.Path(loc=loc, name=g[0].value)
+        elif kinds == ["DOT", "IDENTIFIER"]:
+            e = A.Path(loc=loc, name=g[1].value, top=True)
+        elif len(g) == 3 and kinds[1] == "DOT" and kinds[0] in ("IDENTIFIER", "TYPE_IDENTIFIER"):
+            e = A.TypeMember(loc=loc, tname=g[0].value, name=g[2].value)
+        else:
+            raise P4Error(f"@field_list({text}): expected integer constants", loc)
+        v = comp.const_eval(e, comp.glob)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise P4Error(f"@field_list({text}): {text} is not a compile-time integer constant", loc)
+        ids.append(v)
+    return ids
+
+
+def _field_lists(comp: Compiler, meta: StructT, adhoc: dict) -> dict[int, list[tuple]]:
+    """Field lists: ``@field_list(id, ...)`` annotations on user metadata fields (also on fields of
+    nested structs, which p4c flattens), plus the ones made from the data argument of the
+    deprecated resubmit/recirculate/clone3 (negative ids)."""
+    out: dict[int, list[tuple]] = {}
+    decls = {d.name: d for d in comp.prog.decls if isinstance(d, A.StructDecl)}
+
+    def walk(st: StructT, prefix: tuple) -> None:
+        fdecls = {f.name: f for f in getattr(decls.get(st.name), "fields", ())}
+        for n, p, t in st.fields:
+            body = st.field_annotations.get(n, {}).get("field_list")
+            if body is not None:
+                loc = getattr(fdecls.get(n), "loc", None)
+                for fl in _field_list_ids(comp, body, loc):
+                    out.setdefault(fl, []).append(prefix + (p,))
+            elif isinstance(t, StructT):
+                walk(t, prefix + (p,))
+    walk(meta, ())
     for fl, paths in adhoc.items():
         out[fl] = [path for root, path in paths if root is meta]
     return out
 
 
-def compile_ast(prog: A.Program, filename: str, vectorize: Optional[bool] = None) -> Program:
+def compile_ast(prog: A.Program, filename: str, vectorize: Optional[bool] = None, trace: bool = False) -> Program:
     """Lower a parsed program; ``vectorize`` switches the vectorised lanes (None: the
-    ``SAATP_P4_VECTORIZE`` environment variable, on by default)."""
-    comp = Compiler(prog, V1Hooks(), filename, vectorize=vectorize)
+    ``SAATP_P4_VECTORIZE`` environment variable, on by default); ``trace`` adds the calls that
+    print BMv2-style per-packet lines (:mod:`~emulation.v1model.trace`; a switch with a log)."""
+    comp = Compiler(prog, V1Hooks(), filename, vectorize=vectorize, trace=trace)
     try:
         return _compile_ast(comp, prog, filename)
     except (P4Error, RecursionError):
@@ -670,6 +862,8 @@ def _compile_ast(comp: Compiler, prog: A.Program, filename: str) -> Program:
         if not isinstance(t, StructT):
             raise P4Error(f"the parser's {what} parameter must be a struct", pdecl.loc)
     comp.info.arch = "v1model"
-    return Program(source, comp.info, blocks, _field_lists(mtype, getattr(comp, "adhoc_field_lists", {})),
-                   htype.cls, mtype.cls, smtype.cls,
-                   comp.errors_list, filename)
+    program = Program(source, comp.info, blocks, _field_lists(comp, mtype, getattr(comp, "adhoc_field_lists", {})),
+                      htype.cls, mtype.cls, smtype.cls,
+                      comp.errors_list, filename)
+    program.traced = comp.trace      # the generated code calls RT.tracer (trace.py)
+    return program

@@ -15,7 +15,16 @@ limits with p4c's own words and diagnostic names, at ``file:line:col``:
   (``[--Werror=unknown]``; the ``*_preserving_field_list`` forms replace them);
 * ``if`` and ``switch`` in the deparser (``[--Werror=unsupported]``: "IfStatement: not supported
   within a deparser on this target");
-* ``for`` loops (``[--Werror=unsupported]``: "BMV2 does not support loops").
+* ``for`` loops (``[--Werror=unsupported]``: "BMV2 does not support loops");
+* ``a ? b : c ? d : e`` without parentheses around the inner ``?:``: p4c's grammar
+  (``p4parser.ypp``: ``%precedence QUESTION`` below ``%precedence COLON``) groups it as
+  ``(a ? b : c) ? d : e``, and refuses it when ``c`` is not of ``b``'s type (the usual case,
+  ``[--Werror=type-error]`` at the first operand); the embedded target reads it the C way,
+  ``a ? b : (c ? d : e)``, so it is refused here in every case and must be parenthesized;
+* a negative constant as a ``select`` case of a signed (``int<W>``) key: p4c 1.2.4.8 accepts
+  it but writes the value as ``"-0x01"`` in the BMv2 JSON, and BMv2 1.15.5 aborts loading it
+  (``bytecontainer.h: Assertion hexstring[idx] != '-'``, the golden record of
+  ``tests/p4/parser_counter.p4``); selecting on the key's bits (``(bit<W>)key``, ``0xFF``) works.
 
 (A table applied at more than one place in a control is refused by the compiler itself.)
 
@@ -53,8 +62,8 @@ class BMv2LimitError(P4Error):
 
     def __str__(self) -> str:
         lines = [str(e) for e in self.errors]
-        lines.append("(p4c's BMv2 back end refuses these; --allow-target-extensions runs the program "
-                     "on the embedded target anyway)")
+        lines.append("(p4c's BMv2 back end, or BMv2 loading its output, refuses these; "
+                     "--allow-target-extensions runs the program on the embedded target anyway)")
         return "\n".join(lines)
 
 
@@ -101,7 +110,46 @@ def _check_node(n: object, in_parser: bool) -> list[P4Error]:
                                    f"supports it; use {_REMOVED_EXTERN_FUNCTIONS[name]})")]
     if isinstance(n, (A.For, A.ForRange)):
         return [_err(n, "unsupported", "BMV2 does not support loops")]
+    if isinstance(n, A.Transition) and n.select:
+        return _negative_select_cases(n)
+    if isinstance(n, A.Cond) and isinstance(n.f, A.Cond) and _char_before(n.f.loc) == ":":
+        return [_err(n, "type-error", f"'?:': p4c groups {show(n.c)} ? {show(n.t)} : {show(n.f.c)} ? ... as "
+                                      f"({show(n.c)} ? {show(n.t)} : {show(n.f.c)}) ? ...; put the inner ?: "
+                                      f"in parentheses")]
     return []
+
+
+def _negative_select_cases(t: A.Transition) -> list[P4Error]:
+    signed = [isinstance(getattr(k, "type", None), Bits) and k.type.signed for k in t.select]
+    out = []
+    for case in t.cases:
+        ks = case.keyset
+        items = ks.items if isinstance(ks, A.KsTuple) else [ks]
+        for is_signed, it in zip(signed, items):
+            for v in ((it.value, it.mask) if isinstance(it, A.KsMask) else
+                      (it.lo, it.hi) if isinstance(it, A.KsRange) else (it,)):
+                negative = (isinstance(v, A.Unary) and v.op == "-" and isinstance(v.e, A.IntLit) and v.e.value) \
+                    or (isinstance(v, A.IntLit) and v.value < 0)
+                if is_signed and negative:
+                    out.append(_err(v, "target-error",
+                                    f"select case {show(v)}: p4c writes a negative case value as a signed "
+                                    f"hex string, which BMv2 cannot load (simple_switch aborts); select on "
+                                    f"the key's bits instead, as in select((bit<W>)key) {{ 0xFF: ... }}"))
+    return out
+
+
+def _char_before(loc: Loc | None) -> str:
+    """The last non-blank source character before ``loc`` (earlier lines included), or ""."""
+    if loc is None or not loc.file:
+        return ""
+    line, col = loc.line, loc.col - 1
+    while line >= 1:
+        text = linecache.getline(loc.file, line)[:col] if col >= 0 else linecache.getline(loc.file, line)
+        text = text.split("//", 1)[0].rstrip()
+        if text:
+            return text[-1]
+        line, col = line - 1, -1
+    return ""
 
 
 def _shift(n: A.Binary) -> list[P4Error]:

@@ -122,7 +122,9 @@ def bank_registers(regs: Sequence[Register]) -> np.ndarray:
     size, width, signed = regs[0].size, regs[0].width, regs[0].signed
     if width > 32 or any((r.size, r.width, r.signed) != (size, width, signed) for r in regs):
         raise ValueError("a register bank needs registers of one size and one cell type of at most 32 bits")
-    bank = np.zeros((len(regs), size), dtype=np.int64)
+    # stored slot-major, (size, K) in memory: the vector code reads and writes one slot's K
+    # cells (``bank[:, i]``) as one contiguous row; a register's cells are a strided view
+    bank = np.zeros((size, len(regs)), dtype=np.int64).T
     for k, r in enumerate(regs):
         bank[k] = r.cells
         r.cells = bank[k]

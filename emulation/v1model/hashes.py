@@ -168,6 +168,15 @@ def csum16(data: bytes) -> int:
     return ~s & 0xFFFF
 
 
+def csum16_int(n: int) -> int:
+    """:func:`csum16` of the bytes whose big-endian value is ``n`` (an even number of bytes;
+    the generated code shifts odd-length field lists left by 8, which is the padding byte)."""
+    s = n % 0xFFFF
+    if s == 0 and n:
+        s = 0xFFFF
+    return ~s & 0xFFFF
+
+
 def identity(data: bytes) -> int:
     """BMv2 ``identity``: the first (at most) 8 bytes, big-endian."""
     return int.from_bytes(data[:8], "big")

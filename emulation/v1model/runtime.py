@@ -7,6 +7,7 @@ holds it as the global ``RT``.  Semantics follow BMv2's ``simple_switch`` primit
 from __future__ import annotations
 
 import random as _random
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .errors import P4AssertionError
@@ -14,7 +15,20 @@ from .externs import PacketLength
 from .hashes import HASHES
 
 
+@dataclass(slots=True)
+class Frame:
+    """Per-pass requests made by externs (clone, resubmit, recirculate, truncate)."""
+    clone_session: int | None = None
+    clone_fl: int | None = None
+    resubmit_fl: int | None = None
+    recirc_fl: int | None = None
+    truncate: int | None = None
+
+
 class Runtime:
+    """``frame`` is None at the start of each pass and becomes a :class:`Frame` on the first
+    request, so the switch sees "nothing requested" with one comparison."""
+
     def __init__(self, switch: Any, seed: int | None = None):
         self.sw = switch
         self.plen = PacketLength()
@@ -28,18 +42,25 @@ class Runtime:
         self.hash_fns = self._make_hash_fns()
 
     # -- traffic-manager requests (the last call of each kind counts) ------
+    def _requests(self) -> Frame:
+        f = self.frame
+        if f is None:
+            f = self.frame = Frame()
+        return f
+
     def clone(self, session: int, field_list: int | None = None) -> None:
-        self.frame.clone_session = session
-        self.frame.clone_fl = field_list
+        f = self._requests()
+        f.clone_session = session
+        f.clone_fl = field_list
 
     def resubmit(self, field_list: int) -> None:
-        self.frame.resubmit_fl = field_list
+        self._requests().resubmit_fl = field_list
 
     def recirculate(self, field_list: int) -> None:
-        self.frame.recirc_fl = field_list
+        self._requests().recirc_fl = field_list
 
     def truncate(self, length: int) -> None:
-        self.frame.truncate = length
+        self._requests().truncate = length
 
     # -- misc -----------------------------------------------------------------
     def now_us(self) -> int:

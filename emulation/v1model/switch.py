@@ -15,29 +15,24 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from emulation.p4.pyrt import P4Exit as _P4Exit
+from emulation.p4.pyrt import PacketIn as _PacketIn
+from emulation.p4.pyrt import PacketOut as _PacketOut
+from emulation.p4.pyrt import ParserReject as _ParserReject
 from host_agent.match import MatchSpec
 
+from .action_profiles import GROUP, MEMBER, ActionProfile, IndirectTable
 from .externs import PRE, Counter, Meter, MeterConfig, Register, ValueSet
-from .runtime import Runtime
+from .runtime import Frame, Runtime  # Frame: the requests of one pass
 from .tables import Table, TableEntry
+from .trace import NullTracer, Tracer
 
 # instance_type values (BMv2 simple_switch.h)
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
 
 MAX_PASSES = 64  # guard against resubmit/recirculate loops (BMv2 has none; we refuse to spin forever)
-
-
-@dataclass(slots=True)
-class Frame:
-    """Per-pass requests made by externs (clone, resubmit, recirculate, truncate)."""
-    clone_session: int | None = None
-    clone_fl: int | None = None
-    resubmit_fl: int | None = None
-    recirc_fl: int | None = None
-    truncate: int | None = None
 
 
 def _resolve(names: Iterable[str], name: str, what: str) -> str:
@@ -71,40 +66,205 @@ class Switch:
         self.digests: list[tuple[str, int, dict[str, int]]] = []
         self.port_stats: dict[int, list[int]] = {}
         self.rt = Runtime(self, seed=seed)
+        # BMv2-style per-packet lines (trace.py): the switch's own lines when it has a log; the
+        # program's (states, tables, conditions...) when it was also compiled with trace=True
+        self.tracer = None
+        if log is not None or getattr(program, "traced", False):
+            errors = getattr(program, "errors", ())
+            self.tracer = Tracer(log, errors) if log is not None else NullTracer(errors)
+            self._tr_ids: dict[int, tuple[int, int]] = {}    # id(standard metadata) -> (packet, copy)
+            self._tr_next = 0
+        self.rt.tracer = self.tracer
+        if log is not None:     # log_msg and extern warnings: BMv2-style info lines
+            self.rt.log_fn = lambda msg: self.tracer.line("I", msg)
         self.program = program
         self.dp = program.instantiate(self.rt)
         self.tables: dict[str, Table] = self.dp.tables
         self._uses_plen = getattr(program, "uses_packet_length", True)
         self._uses_ts = getattr(program, "uses_timestamps", True)
         self.externs: dict[str, Any] = self.dp.externs
+        self._H, self._M, self._SM = self.dp.H, self.dp.M, self.dp.SM
+        self._pkt_in, self._pkt_out = _PacketIn(b""), _PacketOut()   # reused by process
 
     # ------------------------------------------------------------------ time
     def now_us(self) -> int:
         return int((self._clock() - self._t0) * 1e6) & ((1 << 48) - 1)
 
+    # ------------------------------------------------------- egress queues
+    queues: Any = None   # EgressQueues (emulation/v1model/queues.py) once attached
+
+    def attach_queues(self, queues: Any) -> None:
+        """Put egress queues (BMv2's traffic manager: depth, rate, priorities; see
+        ``emulation/v1model/queues.py``) between ingress and egress, or take them away (None).
+        With queues, ``process`` and ``advance`` are the queued path ``queues.bind`` gives;
+        without (the default) every packet runs to completion in ``process``."""
+        self.__dict__.pop("process", None)
+        self.__dict__.pop("advance", None)
+        self.queues = queues
+        if queues is not None:
+            self.process, self.advance = queues.bind(self)
+
+    def advance(self, now: float | None = None) -> list[tuple[int, bytes]]:
+        """Frames the egress queues release by ``now`` (switch clock); none without queues."""
+        return []
+
     # ------------------------------------------------------------ data plane
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
-        """Run one packet to completion; return ``(egress_port, bytes)`` in emission order."""
-        out: list[tuple[int, bytes]] = []
-        st = self.port_stats.get(port)
-        if st is None:
-            st = self.port_stats[port] = [0, 0, 0, 0]
-        st[0] += 1
-        st[1] += len(frame)
-        # work items: ("i", port, bytes, instance_type, preserved) or ("e", phv, port, rid, inst)
-        work: deque = deque((("i", port, frame if type(frame) is bytes else bytes(frame), NORMAL, None),))
-        passes = 0
-        while work:
-            item = work.popleft()
-            passes += 1
-            if passes > MAX_PASSES * 8:
-                self._log("packet dropped: too many resubmit/recirculate/clone passes")
-                break
-            if item[0] == "i":
-                self._ingress(item[1], item[2], item[3], item[4], work)
-            else:
-                self._egress(item[1], item[2], item[3], item[4], work, out)
+        """Run one packet to completion; return ``(egress_port, bytes)`` in emission order.
+
+        Without a log this is the hot path: the first ingress pass, and its egress pass when
+        nothing but unicast is requested, run here with :meth:`_ingress_pass`,
+        :meth:`Datapath.front <emulation.v1model.arch.Datapath.front>`,
+        :meth:`_egress_pass` and ``back`` written out inline (a Python call costs about as
+        much as a table lookup); keep them in step.  Anything else (clone, resubmit,
+        recirculate, truncate, multicast) continues in the traffic manager's work queue, as
+        in :meth:`_process_logged`."""
+        if self.log:
+            return self._process_logged(port, frame)
+        data = frame if type(frame) is bytes else bytes(frame)
+        n = len(data)
         ps = self.port_stats
+        st = ps.get(port)
+        if st is None:
+            st = ps[port] = [0, 0, 0, 0]
+        st[0] += 1
+        st[1] += n
+        out: list[tuple[int, bytes]] = []
+        rt, dp = self.rt, self.dp
+        # ---- ingress pass (_ingress_pass + Datapath.front)
+        hdr, meta, sm = phv = (self._H(), self._M(), self._SM())
+        sm.ingress_port = port
+        sm.packet_length = n
+        if self._uses_ts:
+            sm.ingress_global_timestamp = self.now_us()
+        rt.plen.value = n
+        rt.frame = None
+        pkt = self._pkt_in          # one reader object, reset per packet (nothing keeps it)
+        pkt.buf = data
+        pkt.off = 0
+        pkt.n = n
+        try:
+            dp._p(pkt, hdr, meta, sm)
+        except _ParserReject as e:
+            sm.parser_error = e.code
+        off = pkt.off
+        payload = data[off:] if off else data
+        uses_plen = self._uses_plen
+        base = n - hdr._vsize() if uses_plen else 0
+        if dp._vr_live:
+            rt.cksum_error = 0
+            rt.payload = payload
+            dp._vr(hdr, meta)
+            if rt.cksum_error:
+                sm.checksum_error = 1
+        rt.sm = sm
+        try:
+            dp._ig(hdr, meta, sm)
+        except _P4Exit:
+            pass
+        pp = (phv, payload, base, None)
+        if rt.frame is not None or sm.mcast_grp:
+            work: deque = deque()
+            self._finish_ingress(port, data, pp, rt.frame, work)
+            self._run_work(work, out)
+            self._count_out(out)
+            return out
+        es = sm.egress_spec
+        drop = self.drop_port
+        if es == drop:
+            return out
+        # ---- egress pass (_egress_pass + Datapath.egress)
+        sm.egress_port = es
+        sm.egress_spec = 0
+        sm.instance_type = NORMAL
+        if self._uses_ts:
+            sm.egress_global_timestamp = self.now_us()
+        if uses_plen:
+            sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
+        rt.frame = None
+        if dp._eg_live:
+            rt.sm = sm
+            try:
+                dp._eg(hdr, meta, sm)
+            except _P4Exit:
+                pass
+        if rt.frame is not None:
+            work = deque()
+            self._finish_egress(pp, es, rt.frame, work, out)
+            self._run_work(work, out)
+            self._count_out(out)
+            return out
+        if sm.egress_spec == drop:
+            return out
+        # ---- checksums and deparser (Datapath.back)
+        if dp._ck_live:
+            rt.payload = payload
+            dp._ck(hdr, meta)
+        po = self._pkt_out
+        po.parts = parts = []
+        dp._dep(po, hdr)
+        if payload:
+            parts.append(payload)
+        b = b"".join(parts) if len(parts) != 1 else parts[0]
+        out.append((es, b))
+        s = ps.get(es)
+        if s is None:
+            s = ps[es] = [0, 0, 0, 0]
+        s[2] += 1
+        s[3] += len(b)
+        return out
+
+    def _count_out(self, out: list[tuple[int, bytes]]) -> None:
+        ps = self.port_stats
+        for p, b in out:
+            s = ps.get(p)
+            if s is None:
+                s = ps[p] = [0, 0, 0, 0]
+            s[2] += 1
+            s[3] += len(b)
+
+    def _process_logged(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """:meth:`process` with BMv2-style trace lines: the common case (no clone,
+        resubmit, recirculate, truncate or multicast requested) runs ingress and egress
+        straight through; as soon as a pass requests any of those, the rest of the packet
+        goes through the traffic manager's work queue.  Both use the same pass functions."""
+        data = frame if type(frame) is bytes else bytes(frame)
+        ps = self.port_stats
+        st = ps.get(port)
+        if st is None:
+            st = ps[port] = [0, 0, 0, 0]
+        st[0] += 1
+        st[1] += len(data)
+        out: list[tuple[int, bytes]] = []
+        rt = self.rt
+        pp = self._ingress_pass(port, data, NORMAL, None)
+        sm = pp[0][2]
+        if rt.frame is None and not sm.mcast_grp:
+            es = sm.egress_spec
+            if self.log: self._trace_egress_port(es)
+            if es == self.drop_port:
+                return out
+            # current simple_switch sets instance_type NORMAL before enqueueing a unicast packet
+            self._egress_pass(pp, es, NORMAL)
+            if rt.frame is None:
+                if sm.egress_spec == self.drop_port:
+                    if self.log: self.tracer.debug("Dropping packet at the end of egress")
+                    return out
+                b = self._deparse(pp)
+                if self.log: self.tracer.debug(f"Transmitting packet of size {len(b)} out of port {es}")
+                out.append((es, b))
+                s = ps.get(es)
+                if s is None:
+                    s = ps[es] = [0, 0, 0, 0]
+                s[2] += 1
+                s[3] += len(b)
+                return out
+            work: deque = deque()
+            self._finish_egress(pp, es, rt.frame, work, out)
+        else:
+            work = deque()
+            self._finish_ingress(port, data, pp, rt.frame, work)
+        self._run_work(work, out)
         for p, b in out:
             s = ps.get(p)
             if s is None:
@@ -113,71 +273,148 @@ class Switch:
             s[3] += len(b)
         return out
 
+    def _run_work(self, work: deque, out: list) -> None:
+        """The traffic manager's queue: ("i", port, bytes, instance_type, preserved) for an
+        ingress pass, ("e", (phv, payload, base, truncate), port, rid, instance_type) for egress."""
+        passes = 1
+        rt = self.rt
+        while work:
+            item = work.popleft()
+            passes += 1
+            if passes > MAX_PASSES * 8:
+                self._log("packet dropped: too many resubmit/recirculate/clone passes")
+                break
+            if item[0] == "i":
+                pp = self._ingress_pass(item[1], item[2], item[3], item[4])
+                self._finish_ingress(item[1], item[2], pp, rt.frame, work)
+            else:
+                pp = item[1]
+                self._egress_pass(pp, item[2], item[4])
+                self._finish_egress(pp, item[2], rt.frame, work, out)
+
     def _log(self, msg: str) -> None:
         if self.log:
-            self.log(msg)
+            self.tracer.debug(msg)
 
-    def _ingress(self, port: int, data: bytes, inst: int, preserved: Any, work: deque) -> None:
+    # BMv2-style trace lines of the switch itself (trace.py; called only when there is a log)
+    def _trace_received(self, port: int, inst: int) -> None:
+        tr = self.tracer
+        if inst == NORMAL:              # a new packet id; resubmit/recirculate keep theirs
+            tr.pkt, tr.copy = self._tr_next, 0
+            self._tr_next += 1
+        tr.debug(f"Processing packet received on port {port}")
+        tr.debug("Parser 'parser': start")
+
+    def _trace_parsed(self, sm: Any) -> None:
+        tr = self.tracer
+        if sm.parser_error:
+            tr.error(f"Exception while parsing: {tr.error_name(sm.parser_error)}")
+        tr.debug("Parser 'parser': end")
+        tr.debug("Pipeline 'ingress': start")
+
+    def _trace_egress_port(self, es: int) -> None:
+        self.tracer.debug(f"Egress port is {es}")
+        if es == self.drop_port:
+            self.tracer.debug("Dropping packet at the end of ingress")
+
+    def _trace_egress_start(self, sm: Any) -> None:
+        ids = self._tr_ids.pop(id(sm), None)
+        if ids is not None:
+            self.tracer.pkt, self.tracer.copy = ids
+        self.tracer.debug("Pipeline 'egress': start")
+
+    def _ingress_pass(self, port: int, data: bytes, inst: int, preserved: Any) -> tuple:
+        """Parse, verify checksums and run ingress; ``rt.frame`` then holds the pass's requests.
+        Returns ``(phv, payload, base, None)`` (base: packet_length minus valid header bytes)."""
         dp, rt = self.dp, self.rt
-        phv = dp.new_phv()
-        hdr, meta, sm = phv
+        phv = (self._H(), self._M(), self._SM())
+        meta, sm = phv[1], phv[2]
         # resubmitted and recirculated packets start with all metadata reset, ingress_port
         # included (BMv2 copy_ingress_pkt); only @field_list fields come back
-        sm.ingress_port = port if inst == NORMAL else 0
-        sm.instance_type = inst
-        sm.packet_length = len(data)
+        n = len(data)
+        if inst == NORMAL:
+            sm.ingress_port = port
+        else:
+            sm.instance_type = inst
+        sm.packet_length = n
         if self._uses_ts:
             sm.ingress_global_timestamp = self.now_us()
         if preserved is not None:
             dp.restore_fields(meta, preserved)
-        rt.plen.value = len(data)
-        rt.frame = fr = Frame()
-        if self.log: self._log(f"ingress: port {port}, {len(data)} bytes, instance_type {inst}")
-        off = dp.parse(data, phv)
-        payload = data[off:]
-        base = len(data) - hdr._vsize() if self._uses_plen else 0   # packet_length = base + valid header bytes
-        dp.verify_checksum(phv, payload)
-        dp.ingress(phv)
-        # 1. I2E clone: the packet as received by this pass, re-parsed
-        if fr.clone_session is not None:
-            fl = dp.save_fields(meta, fr.clone_fl)
-            self._clone(fr.clone_session, lambda: self._reparse(data, port, INGRESS_CLONE, fl), work)
-        # 3. resubmit
-        if fr.resubmit_fl is not None:
-            work.append(("i", port, data, RESUBMIT, dp.save_fields(meta, fr.resubmit_fl)))
-            return
+        rt.plen.value = n
+        rt.frame = None
+        if not self.log:
+            # packet_length = base + valid header bytes
+            payload, base = dp.front(data, phv, self._uses_plen)
+            return (phv, payload, base, None)
+        self._trace_received(port, inst)
+        payload, base = dp.front(data, phv, self._uses_plen, self._trace_parsed)
+        self.tracer.debug("Pipeline 'ingress': end")
+        self._tr_ids[id(sm)] = (self.tracer.pkt, self.tracer.copy)
+        return (phv, payload, base, None)
+
+    def _finish_ingress(self, port: int, data: bytes, pp: tuple, fr: Frame | None, work: deque) -> None:
+        """The traffic manager at the end of ingress, in BMv2's order."""
+        dp = self.dp
+        phv, payload, base, _ = pp
+        meta, sm = phv[1], phv[2]
+        trunc = None
+        if fr is not None:
+            trunc = fr.truncate
+            # 1. I2E clone: the packet as received by this pass, re-parsed
+            if fr.clone_session is not None:
+                if self.log: self.tracer.debug("Cloning packet at ingress")
+                fl = dp.save_fields(meta, fr.clone_fl)
+                self._clone(fr.clone_session, lambda: self._reparse(data, port, INGRESS_CLONE, fl), work)
+            # 3. resubmit
+            if fr.resubmit_fl is not None:
+                if self.log: self.tracer.debug("Resubmitting packet")
+                work.append(("i", port, data, RESUBMIT, dp.save_fields(meta, fr.resubmit_fl)))
+                return
         # 4. multicast
         mgid = sm.mcast_grp
         if mgid:
             reps = self.pre.replicas(mgid)
-            if self.log: self._log(f"multicast group {mgid}: {len(reps)} replica(s)")
+            if self.log: self.tracer.debug("Multicast requested for packet")
+            last = len(reps) - 1 if not self.log else -1
             for i, (p, rid) in enumerate(reps):
-                cp = dp.copy_phv(phv)
+                # every replica gets its own PHV; the last one can take the packet's own, which
+                # nothing reads after this point (all copies are made before any egress runs)
+                cp = phv if i == last else dp.copy_phv(phv)
                 cp[2].egress_rid = rid
-                work.append(("e", (cp, payload, base, fr.truncate), p, rid, REPLICATION))
+                if self.log:
+                    self.tracer.debug(f"Replicating packet on port {p}")
+                    self._tr_ids[id(cp[2])] = (self.tracer.pkt, i + 1)
+                work.append(("e", (cp, payload, base, trunc), p, rid, REPLICATION))
             return
         # 5. drop
         es = sm.egress_spec
+        if self.log: self._trace_egress_port(es)
         if es == self.drop_port:
-            self._log("dropped at end of ingress (egress_spec == drop port)")
             return
         # 6. unicast
         # current simple_switch sets instance_type NORMAL before enqueueing a unicast packet
-        work.append(("e", (phv, payload, base, fr.truncate), es, None, NORMAL))
+        work.append(("e", (phv, payload, base, trunc), es, None, NORMAL))
 
     def _reparse(self, data: bytes, port: int, inst: int, fl: Any) -> tuple:
+        """An I2E clone, as BMv2's ingress_thread makes it (simple_switch.cpp, INGRESS CLONING):
+        the packet as received is parsed again with the real ``ingress_port`` (parsers may
+        branch on it), then ``copy_field_list_and_set_type`` resets all metadata (what the
+        parser wrote, ``ingress_port`` too) and copies back only the field list ``fl``."""
         dp = self.dp
-        phv = dp.new_phv()
-        hdr, meta, sm = phv
-        sm.packet_length = len(data)     # metadata reset (ingress_port too), as BMv2's clone does
+        hdr, meta, sm = dp.new_phv()
+        sm.ingress_port = port
+        sm.packet_length = len(data)
         saved = self.rt.frame
-        self.rt.frame = Frame()
-        off = dp.parse(data, phv)
+        self.rt.frame = None
+        payload, base = dp.front(data, (hdr, meta, sm), run=False)
         self.rt.frame = saved
+        _hdr, meta, sm = dp.new_phv()    # reset_metadata(): only the parsed headers are kept
+        sm.packet_length = len(data)
         if fl is not None:
             dp.restore_fields(meta, fl)
         sm.instance_type = inst
-        return (phv, data[off:], len(data) - hdr._vsize(), None)
+        return ((hdr, meta, sm), payload, base, None)
 
     def _clone(self, session: int, make: Callable[[], tuple], work: deque) -> None:
         s = self.pre.sessions.get(session)
@@ -193,11 +430,10 @@ class Switch:
                 pp[0][2].egress_rid = rid
                 work.append(("e", pp, p, rid, None))
 
-    def _egress(self, pp: tuple, port: int, rid: int | None, inst: int | None, work: deque,
-                out: list) -> None:
-        dp, rt = self.dp, self.rt
-        phv, payload, base, trunc = pp
-        hdr, meta, sm = phv
+    def _egress_pass(self, pp: tuple, port: int, inst: int | None) -> None:
+        """Run egress on ``pp`` for ``port``; ``rt.frame`` then holds the pass's requests."""
+        phv, _payload, base, _trunc = pp
+        hdr, sm = phv[0], phv[2]
         sm.egress_port = port
         sm.egress_spec = 0  # BMv2 sets drop_port+1, truncated to 9 bits
         if inst is not None:
@@ -208,11 +444,28 @@ class Switch:
         # remove_header (setValid/setInvalid) adjust
         if self._uses_plen:
             sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
-        rt.frame = fr = Frame()
-        if self.log: self._log(f"egress: port {port}, instance_type {sm.instance_type}")
-        dp.egress(phv)
+        self.rt.frame = None
+        if self.log: self._trace_egress_start(sm)
+        self.dp.egress(phv)
+        if self.log: self.tracer.debug("Pipeline 'egress': end")
+
+    def _deparse(self, pp: tuple) -> bytes:
+        """Compute checksums and deparse (the end of a pass that is not dropped)."""
+        if not self.log:
+            return self.dp.back(pp[0], pp[1])
+        self.tracer.debug("Deparser 'deparser': start")
+        data = self.dp.back(pp[0], pp[1])
+        self.tracer.debug("Deparser 'deparser': end")
+        return data
+
+    def _finish_egress(self, pp: tuple, port: int, fr: Frame | None, work: deque, out: list) -> None:
+        """The end of egress, in BMv2's order."""
+        dp = self.dp
+        phv, payload, base, trunc = pp
+        meta, sm = phv[1], phv[2]
         # 1. E2E clone: a copy of the post-egress PHV goes through egress again
-        if fr.clone_session is not None:
+        if fr is not None and fr.clone_session is not None:
+            if self.log: self.tracer.debug("Cloning packet at egress")
             fl = dp.save_fields(meta, fr.clone_fl)
 
             def make(phv=phv, payload=payload, fl=fl):
@@ -226,19 +479,20 @@ class Switch:
             self._clone(fr.clone_session, make, work)
         # 2. drop
         if sm.egress_spec == self.drop_port:
-            self._log("dropped at end of egress (mark_to_drop)")
+            if self.log: self.tracer.debug("Dropping packet at the end of egress")
             return
         # 3. deparse
-        dp.compute_checksum(phv, payload)
-        data = dp.deparse(phv, payload)
-        if fr.truncate is not None:
+        data = self._deparse(pp)
+        if fr is not None and fr.truncate is not None:
             data = data[:fr.truncate]
         elif trunc is not None:             # truncate() called in ingress applies on output
             data = data[:trunc]
         # 4. recirculate
-        if fr.recirc_fl is not None:
+        if fr is not None and fr.recirc_fl is not None:
+            if self.log: self.tracer.debug("Recirculating packet")
             work.append(("i", port, data, RECIRC, dp.save_fields(meta, fr.recirc_fl)))
             return
+        if self.log: self.tracer.debug(f"Transmitting packet of size {len(data)} out of port {port}")
         out.append((port, data))
 
     # --------------------------------------------------------- control plane
@@ -267,6 +521,64 @@ class Switch:
 
     def table_clear(self, table: str) -> None:
         self.table(table).clear()
+
+    # action profiles and selectors (simple_switch_CLI's act_prof_* / table_indirect_* commands;
+    # handles as BMv2 gives them: see action_profiles.py)
+    def action_profile(self, name: str) -> ActionProfile:
+        """An action profile/selector by name, or the one of the indirect table ``name``."""
+        try:
+            return self._extern(name, ActionProfile)
+        except KeyError:
+            t = self.tables.get(name) or next((self.tables[n] for n in self.tables if n.endswith("." + name)), None)
+            if isinstance(t, IndirectTable):
+                return t.profile
+            raise
+
+    def _indirect(self, table: str) -> IndirectTable:
+        t = self.table(table)
+        if not isinstance(t, IndirectTable):
+            raise KeyError(f"table {t.name} has no action profile implementation")
+        return t
+
+    def act_prof_create_member(self, profile: str, action: str, args: Any = ()) -> int:
+        return self.action_profile(profile).create_member(action, args)
+
+    def act_prof_modify_member(self, profile: str, member: int, action: str, args: Any = ()) -> None:
+        self.action_profile(profile).modify_member(member, action, args)
+
+    def act_prof_delete_member(self, profile: str, member: int) -> None:
+        self.action_profile(profile).delete_member(member)
+
+    def act_prof_create_group(self, profile: str) -> int:
+        return self.action_profile(profile).create_group()
+
+    def act_prof_delete_group(self, profile: str, group: int) -> None:
+        self.action_profile(profile).delete_group(group)
+
+    def act_prof_add_member_to_group(self, profile: str, member: int, group: int) -> None:
+        self.action_profile(profile).add_member_to_group(member, group)
+
+    def act_prof_remove_member_from_group(self, profile: str, member: int, group: int) -> None:
+        self.action_profile(profile).remove_member_from_group(member, group)
+
+    def table_indirect_add(self, table: str, match: Any, member: int, priority: int | None = None) -> int:
+        return self._indirect(table).add(match, MEMBER, {"handle": member}, priority)
+
+    def table_indirect_add_with_group(self, table: str, match: Any, group: int,
+                                      priority: int | None = None) -> int:
+        return self._indirect(table).add(match, GROUP, {"handle": group}, priority)
+
+    def table_indirect_modify(self, table: str, handle: int, member: int) -> None:
+        self._indirect(table).modify(handle, MEMBER, {"handle": member})
+
+    def table_indirect_modify_with_group(self, table: str, handle: int, group: int) -> None:
+        self._indirect(table).modify(handle, GROUP, {"handle": group})
+
+    def table_indirect_set_default(self, table: str, member: int) -> None:
+        self._indirect(table).set_default(MEMBER, {"handle": member})
+
+    def table_indirect_set_default_with_group(self, table: str, group: int) -> None:
+        self._indirect(table).set_default(GROUP, {"handle": group})
 
     def register(self, name: str):
         return self._extern(name, Register)

@@ -61,6 +61,10 @@ class TableEntry:
     _plen: int = field(default=0, repr=False)
 
 
+LPM_CACHE_MAX = 4096
+_UNKNOWN = object()
+
+
 def _mask(width: int) -> int:
     return (1 << width) - 1
 
@@ -105,6 +109,9 @@ class Table:
         self._exact: dict[Any, TableEntry] = {}
         self._lpm: dict[int, dict[Any, TableEntry]] = {}
         self._lpm_order: list[int] = []
+        # LPM results by key value (entry or None for a miss); emptied when an entry is added
+        # or deleted, and when it grows past LPM_CACHE_MAX keys
+        self._lpm_cache: dict[Any, TableEntry | None] = {}
         self._list: list[TableEntry] = []
         self._single = len(self.keys) == 1
         self.hit_clock: Callable[[], int] | None = None   # ns; set to track hits (idle timeouts)
@@ -124,7 +131,9 @@ class Table:
         if kind == "exact":
             e = self._exact.get(key)
         elif kind == "lpm":
-            e = self._lookup_lpm(key)
+            e = self._lpm_cache.get(key, _UNKNOWN)      # _lookup_lpm's cache hit, inline
+            if e is _UNKNOWN:
+                e = self._lookup_lpm(key)
         else:
             e = self._lookup_list(key)
         if e is None:
@@ -139,7 +148,27 @@ class Table:
                 ctr.bytes += self.direct_counter.packet_bytes()
         return e._result
 
+    def entry_for_key(self, key: Any) -> TableEntry | None:
+        """The entry ``key`` matches, None on a miss; unlike :meth:`lookup` it counts nothing
+        and leaves idle times alone (the per-packet trace uses it to name the entry hit)."""
+        kind = self.kind
+        if kind == "exact":
+            return self._exact.get(key)
+        if kind == "lpm":
+            return self._lookup_lpm(key)
+        return self._lookup_list(key)
+
     def _lookup_lpm(self, key: Any) -> TableEntry | None:
+        cache = self._lpm_cache
+        e = cache.get(key, _UNKNOWN)
+        if e is _UNKNOWN:
+            if len(cache) >= LPM_CACHE_MAX:
+                cache.clear()
+            e = cache[key] = self._search_lpm(key)
+        return e
+
+    def _search_lpm(self, key: Any) -> TableEntry | None:
+        """The longest matching prefix: one dict per prefix length, longest first."""
         pos = self._lpm_pos
         w = self.keys[pos].width
         if self._single:
@@ -351,6 +380,7 @@ class Table:
             d[key] = e
             e._key, e._plen = key, plen
             self._lpm_order = sorted(self._lpm, reverse=True)
+            self._lpm_cache.clear()
         else:
             for o in self._list:
                 if o._checks == checks and o.priority == priority:
@@ -397,6 +427,7 @@ class Table:
         elif self.kind == "lpm":
             d = self._lpm[e._plen]
             del d[e._key]
+            self._lpm_cache.clear()
             if not d:
                 del self._lpm[e._plen]
                 self._lpm_order = sorted(self._lpm, reverse=True)

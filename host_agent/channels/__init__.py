@@ -1,7 +1,8 @@
 """Frame channels (ports): in-memory, UDP tunnel and raw-socket ports, impairments and pcap taps.
 
 ``open_port(spec)`` builds a port from the text forms ``saatp switch -i`` accepts:
-``IFACE`` (raw packet socket), ``udp:LOCAL_PORT:REMOTE_HOST:REMOTE_PORT`` (UDP tunnel),
+``IFACE`` (raw packet socket, through ``PACKET_MMAP`` rings when the kernel offers them:
+``packet_ring.py``), ``udp:LOCAL_PORT:REMOTE_HOST:REMOTE_PORT`` (UDP tunnel),
 ``mem:NAME`` (in-memory; only useful inside one process).
 """
 from __future__ import annotations
@@ -10,12 +11,13 @@ from .base import FramePort, PortClosed, PortError, PortWrapper
 from .impair import Impairment, ImpairedPort, ImpairmentModel, parse_impairment
 from .memory import MemoryPort
 from .pcap import PcapTap, PcapWriter, read_pcap
+from .packet_ring import PacketRingPort, open_raw_port
 from .raw import RawSocketPort
 from .udp import UdpTunnelPort
 
 __all__ = ["FramePort", "PortClosed", "PortError", "PortWrapper", "Impairment", "ImpairedPort",
            "ImpairmentModel", "parse_impairment", "MemoryPort", "PcapTap", "PcapWriter", "read_pcap",
-           "RawSocketPort", "UdpTunnelPort", "open_port", "parse_port_spec"]
+           "PacketRingPort", "RawSocketPort", "UdpTunnelPort", "open_port", "parse_port_spec"]
 
 
 def parse_port_spec(text: str) -> tuple[int, str]:
@@ -46,4 +48,4 @@ def open_port(spec: str, memory: dict[str, FramePort] | None = None) -> FramePor
         if memory is None or spec[4:] not in memory:
             raise PortError(f"{spec!r}: no in-memory port of that name in this process")
         return memory[spec[4:]]
-    return RawSocketPort(spec)
+    return open_raw_port(spec)

@@ -74,6 +74,18 @@ class FramePort(abc.ABC):
         for f in frames:
             self.send(f)
 
+    def send_some(self, frames: list[bytes]) -> int:
+        """Send frames in order without waiting for a busy link; returns how many were taken.
+        Ports that can refuse (raw interface ports) return fewer when the link is full; the
+        caller then waits for ``fileno()`` to be writable.  Here: all of them, via send_batch."""
+        self.send_batch(frames)
+        return len(frames)
+
+    def tx_stalled(self) -> bool:
+        """Whether a frame ``send_some`` took is still waiting for the link (then wait for
+        ``fileno()`` to be writable and call ``send_some`` again, with no frames if need be)."""
+        return False
+
     def rx_overflow(self) -> int:
         return 0
 
@@ -119,6 +131,9 @@ class PortWrapper(FramePort):
 
     def fileno(self) -> int | None:
         return self.inner.fileno()
+
+    def tx_stalled(self) -> bool:
+        return self.inner.tx_stalled()
 
     def rx_overflow(self) -> int:
         return self.inner.rx_overflow()

@@ -92,6 +92,13 @@ class PcapTap(PortWrapper):
         if self.tx is not None:
             self.tx.write(frame)
 
+    def send_some(self, frames: list[bytes]) -> int:
+        n = self.inner.send_some(frames)
+        if self.tx is not None:
+            for f in frames[:n]:
+                self.tx.write(f)
+        return n
+
     def recv(self, timeout: float | None = None) -> bytes | None:
         f = self.inner.recv(timeout)
         if f is not None and self.rx is not None:

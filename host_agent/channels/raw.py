@@ -14,6 +14,13 @@ p4lang tutorials do::
 When the interface disappears (``ip link del``, a Mininet shutdown) ``recv`` raises
 :class:`PortClosed`; the switch process then shuts down cleanly.
 
+Sending: ``send``/``send_batch`` wait while the socket's send buffer is full (a link shaped
+with ``tc ... htb rate R`` holds about ``SO_SNDBUF`` worth of frames in its qdisc, then the
+socket blocks); :meth:`RawSocketPort.send_some` never waits: it sends until the kernel says
+``EAGAIN`` and returns how many frames it took, and the caller waits for the socket to be
+writable (``POLLOUT`` on ``fileno()``) before offering the rest.  That is how the switch
+process turns a slow link into queueing (back-pressure) instead of a stalled event loop.
+
 ``rx_overflow()`` is the kernel's count of frames this socket dropped because its
 receive queue was full (``PACKET_STATISTICS``; the kernel resets it on each read, so
 the port adds the readings up).
@@ -76,6 +83,28 @@ class RawSocketPort(FramePort):
                 self.close()
                 raise PortClosed(self.name) from None
             self.stats["tx_dropped"] += 1  # ENOBUFS, EMSGSIZE, link down: lost
+
+    def send_some(self, frames: list[bytes]) -> int:
+        """Send frames in order without waiting; returns how many were taken (sent, or lost
+        as on a wire: ENOBUFS, oversize, link down).  Fewer than ``len(frames)``: the link
+        refuses more for now (EAGAIN); wait for POLLOUT before offering the rest."""
+        if self.closed:
+            raise PortClosed(self.name)
+        send, dontwait, st = self.sock.send, socket.MSG_DONTWAIT, self.stats
+        for k, f in enumerate(frames):
+            try:
+                send(f, dontwait)
+            except (BlockingIOError, InterruptedError):
+                return k
+            except OSError as e:
+                if e.errno in (errno.ENXIO, errno.ENODEV) or not interface_exists(self.ifname):
+                    self.close()
+                    raise PortClosed(self.name) from None
+                st["tx_dropped"] += 1
+                continue
+            st["tx_frames"] += 1
+            st["tx_bytes"] += len(f)
+        return len(frames)
 
     def recv(self, timeout: float | None = None) -> bytes | None:
         waited = False

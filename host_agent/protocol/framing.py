@@ -123,3 +123,20 @@ def strip_frame(frame: bytes, check_ip_csum: bool = False) -> tuple[L2L4, memory
     hdr = L2L4(bytes(frame[6:12]), bytes(frame[0:6]), bytes(frame[26:30]), bytes(frame[30:34]),
                int.from_bytes(frame[34:36], "big"), int.from_bytes(frame[36:38], "big"))
     return hdr, mv[L2L4_LEN:ETH_LEN + tot]
+
+
+_ETH_IPV4 = b"\x08\x00"
+_L4 = struct.Struct("!HHH")   # UDP source port, destination port, length
+
+
+def udp_payload(frame: bytes, dport: int) -> memoryview | None:
+    """The UDP payload of an Ethernet/IPv4 (no options)/UDP frame sent to ``dport``, or None
+    for anything else: the checks of :func:`strip_frame` that a receiver needs, without
+    building the addresses (the per-packet path of a worker's transport)."""
+    if len(frame) < L2L4_LEN or frame[12:14] != _ETH_IPV4 or frame[14] != 0x45 or frame[23] != 17:
+        return None
+    tot = (frame[16] << 8) | frame[17]
+    _sport, dp, ulen = _L4.unpack_from(frame, ETH_LEN + IP_LEN)
+    if dp != dport or tot + ETH_LEN > len(frame) or tot < IP_LEN + UDP_LEN or ulen != tot - IP_LEN:
+        return None
+    return memoryview(frame)[L2L4_LEN:ETH_LEN + tot]

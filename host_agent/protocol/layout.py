@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Optional
 
+from ..constants import DEFAULT_K
+
 VERSION = 1
 SA_PORT = 9000      # UDP port of SA-ATP packets (both directions)
 RING_PORT = 9001    # host-only ring all-reduce baseline (plain IPv4 forwarding at the switch)
@@ -100,7 +102,7 @@ SA_HEADER: tuple[HeaderField, ...] = (
     HeaderField("strag", 32, HEX, 0, "the job's straggler set; in a PACK the rounds acked",
                 wraps=True),
     HeaderField("exp", 8, SINT, 0, "fixed-point exponent of the values", show=False),
-    HeaderField("klog2", 8, UINT, 6, "log2 of the lanes K", show=False),
+    HeaderField("klog2", 8, UINT, DEFAULT_K.bit_length() - 1, "log2 of the lanes K", show=False),
     HeaderField("dst", 8, HEX, NO_WID, "destination worker of a unicast or redirect"),
     HeaderField("rsv", 8, UINT, 0, "reserved, 0", show=False),
 )

@@ -1,7 +1,7 @@
 """Generate the SA-ATP switch program (``p4src/saatp.p4``) for K lanes.
 
     python -m host_agent.protocol.p4gen -k 256 --slots 2048 -o /tmp/saatp256.p4
-    python scripts/gen_saatp_p4.py            # K=64 -> p4src/saatp.p4 (the committed file)
+    python scripts/gen_saatp_p4.py            # K=256 -> p4src/saatp.p4 (the committed file)
 
 The ``header sa_t``, the payload header, the packet-type and flag constants and the width of
 every worker set (one bit per worker, as wide as the header's ``bitmap``) come from the
@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Sequence
 
-from ..constants import SWITCH_SLOTS
+from ..constants import DEFAULT_K, SWITCH_SLOTS
 from .framing import UDP_LEN
 from .layout import (BITMAP_BITS, FIELD, FLAG_NAMES, HDR_LEN, HOST_ONLY_TYPES,
                      LANE_LEN, MAX_LANES, PAYLOAD_LANE, SA_HEADER, SA_PORT, SWITCH_WID,
@@ -27,7 +27,6 @@ from .layout import (BITMAP_BITS, FIELD, FLAG_NAMES, HDR_LEN, HOST_ONLY_TYPES,
 from .saatp_p4_template import TEMPLATE
 from .switch_counters import DROP_COUNTER_SIZE, DROP_REASONS, EVENT_COUNTERS
 
-DEFAULT_K = 64
 DEFAULT_SLOTS = SWITCH_SLOTS
 DEFAULT_JOBS = FIELD["job"].mask + 1          # every job id
 MAX_SLOTS = 1 << 20

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .codec import Header
-from .layout import (ENUM, F_PAYLOAD, FLAGS, HEX, PAYLOAD_LANE, SA_HEADER, SA_PORT, SINT,
-                     HeaderField)
+from .layout import (ENUM, F_PAYLOAD, FLAGS, HEX, MAX_LANES, PAYLOAD_LANE, SA_HEADER, SA_PORT,
+                     SINT, HeaderField)
 
 _layer = None
 
@@ -47,7 +47,8 @@ def scapy_layer():
     class SAATP(Packet):
         name = "SA-ATP"
         fields_desc = [_scapy_field(f) for f in SA_HEADER] + [
-            FieldListField("vals", [], _scapy_field(PAYLOAD_LANE), count_from=_lanes)]
+            FieldListField("vals", [], _scapy_field(PAYLOAD_LANE), count_from=_lanes,
+                           max_count=MAX_LANES)]   # scapy's default cap is 100 items
 
         def extract_padding(self, s):
             return b"", s

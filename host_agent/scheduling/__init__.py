@@ -12,5 +12,14 @@
 * :mod:`host_agent.scheduling.pipeline` -- the runtime that executes such plans, one process
   per stage over torch.distributed; ``train`` holds ``saatp train pipeline``.
 * :mod:`host_agent.scheduling.profile` -- measured cost models (``saatp profile``).
-* ``online`` (Lyapunov joint DP+MP planner) and ``cgp`` (cooperative grouping) live beside.
+* ``online`` (Lyapunov joint DP+MP planner) and ``cgp`` (cooperative grouping, with
+  ``train_cgp`` for real runs, ``saatp train cgp``) live beside.
+* :mod:`host_agent.scheduling.groups` -- the executor of joint DP+MP plans on real processes
+  with trace-driven CPU quotas (``saatp train groups``).
+* :mod:`host_agent.scheduling.digits` -- scikit-learn's digits and a small CNN for real runs.
+* Shared by the real-process runs: :mod:`~host_agent.scheduling.rank_processes` (the ranks,
+  their command line and their TCP store), :mod:`~host_agent.scheduling.run_options` (quota
+  trace, backend, cgroups: config fields and command-line options),
+  :mod:`~host_agent.scheduling.fn_specs` (``MODULE:FN`` names) and
+  :mod:`~host_agent.scheduling.result_files` (``--json`` / ``--plot``).
 """

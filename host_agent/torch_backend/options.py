@@ -15,6 +15,8 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
+from ..protocol.layout import MAX_LANES
+
 ENGINES = ("auto", "ring", "switch")
 
 
@@ -145,7 +147,7 @@ def _env_str(name: str) -> str | None:
 # (field name, environment variable, parser, default)
 _FIELDS = (
     ("engine", "SAATP_ENGINE", _env_str, "auto"),
-    ("chunk_size", "SAATP_CHUNK", _env_int, 64),
+    ("chunk_size", "SAATP_CHUNK", _env_int, None),
     ("window", "SAATP_WINDOW", _env_int, 32),
     ("straggler_ms", "SAATP_STRAGGLER_MS", _env_float, 50.0),
     ("lanes", "SAATP_LANES", _env_int, 2),
@@ -164,7 +166,10 @@ class SAATPOptions:
     engine           SAATP_ENGINE        ``auto`` (switch if the ``saatp-switch`` command and the
                                          switch program are installed, else ring), ``ring`` or
                                          ``switch``
-    chunk_size       SAATP_CHUNK         K: elements per SA-ATP chunk / packet (default 64)
+    chunk_size       SAATP_CHUNK         K: elements per SA-ATP chunk / packet (a power of two up to
+                                         1024); None = the widest the path carries: 1024 on the UDP
+                                         tunnels of a switch the engine starts, the loaded program's
+                                         K on a given switch (else 256)
     window           SAATP_WINDOW        P: switch slots per job = chunks in flight per worker (32)
     straggler_ms     SAATP_STRAGGLER_MS  T_s: straggler threshold in milliseconds (50)
     lanes            SAATP_LANES         switch engine: allreduces in flight at once, each on a job
@@ -206,8 +211,11 @@ class SAATPOptions:
     def validate(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"saatp: engine must be one of {ENGINES}, got {self.engine!r}")
-        if not isinstance(self.chunk_size, int) or self.chunk_size <= 0 or self.chunk_size & (self.chunk_size - 1):
-            raise ValueError(f"saatp: chunk_size (K) must be a positive power of two, got {self.chunk_size!r}")
+        if self.chunk_size is not None and (not isinstance(self.chunk_size, int) or self.chunk_size <= 0
+                                            or self.chunk_size & (self.chunk_size - 1)
+                                            or self.chunk_size > MAX_LANES):
+            raise ValueError(f"saatp: chunk_size (K) must be a power of two in 1..{MAX_LANES}, "
+                             f"got {self.chunk_size!r}")
         if not isinstance(self.window, int) or self.window <= 0:
             raise ValueError(f"saatp: window must be a positive integer, got {self.window!r}")
         if not isinstance(self.lanes, int) or not 1 <= self.lanes <= 16:
@@ -242,7 +250,8 @@ def resolve(options) -> SAATPOptions:
 def engine_options(ctx) -> dict:
     """The switch engine's settings from a resolved :class:`SAATPOptions` on ``ctx.options``."""
     o = ctx.options
-    return dict(k=int(getattr(o, "chunk_size", 64) or 64), window=int(getattr(o, "window", 32) or 32),
+    k = getattr(o, "chunk_size", None)
+    return dict(k=int(k) if k else None, window=int(getattr(o, "window", 32) or 32),
                 lanes=int(getattr(o, "lanes", 2) or 2),
                 t_s=float(getattr(o, "straggler_ms", 50.0) or 50.0) / 1000.0,
                 frac_bits=getattr(o, "quant_frac_bits", None),

@@ -191,6 +191,9 @@ def _compute_array(t: torch.Tensor) -> np.ndarray:
 
 
 def _store_back(t: torch.Tensor, arr: np.ndarray) -> None:
+    if arr.dtype == np.float32 and t.dtype == torch.float32 and t.is_contiguous() and arr.size == t.numel() \
+            and arr.ctypes.data == t.data_ptr():
+        return  # the engine wrote the result into t's own memory
     with torch.no_grad():
         t.copy_(torch.from_numpy(np.ascontiguousarray(arr)).reshape(t.shape).to(t.dtype))
 
@@ -471,8 +474,8 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             x = t.detach().reshape(-1).to(torch.float32).contiguous().numpy()
             kind = "avg" if op == _R.AVG else "sum"
             submit = getattr(self.engine, "submit", None)
-            if submit is not None:
-                return _then(submit(x, kind, deadline), lambda out: _store_back(t, out))
+            if submit is not None:  # the result comes back in x (t's memory, or a float32 copy)
+                return _then(submit(x, kind, deadline, out=x), lambda out: _store_back(t, out))
             _store_back(t, self.engine.allreduce(x, kind))
             return None
         arr = _compute_array(t)

@@ -73,9 +73,10 @@ def program_k(client) -> int:
     return len(lanes)
 
 
-def check_k(client, k: int) -> int:
+def check_k(client, k: int | None) -> int:
+    """K of the loaded program; an error if the group asked for another (``k`` None: any K)."""
     pk = program_k(client)
-    if pk != k:
+    if k is not None and pk != k:
         raise ValueError(f"saatp: chunk_size (SAATP_CHUNK) = {k} but the switch program aggregates "
                          f"K = {pk} lanes per packet; set SAATP_CHUNK={pk}, or load the program for K = {k} "
                          f"(python -m host_agent.protocol.p4gen -k {k})")
@@ -275,7 +276,7 @@ def join_shared_switch(ctx, world: dict) -> tuple[dict, Callable[[], None]]:
     """Rank 0 of a group that shares ``world``'s switch: a job of its own (job id, slots,
     multicast group), no new process. Returns (layout, remove)."""
     o = engine_options(ctx)
-    if o["k"] != world["k"]:
+    if o["k"] is not None and o["k"] != world["k"]:
         raise ValueError(f"saatp: chunk_size {o['k']} differs from the K = {world['k']} of the switch this "
                          f"job shares; sub-groups use the world's chunk_size")
     numbers = world.get("port_numbers") or [i + 1 for i in range(len(world["global_ranks"]))]
@@ -422,7 +423,9 @@ def setup_given_switch(ctx, spec) -> tuple[dict, Callable[[], None]]:
     entries again (the switch itself keeps running: it is not ours)."""
     o = engine_options(ctx)
     world = ctx.world_size
-    program = str(o["extra"].get("program") or saatp_program(o["k"]))
+    # no K asked for: the switch's loaded program decides (check_k), and a switch without a
+    # pipeline gets the program for constants.DEFAULT_K (its links may be real 1500-byte ones)
+    program = str(o["extra"].get("program") or saatp_program(o["k"] or constants.DEFAULT_K))
     timeout = max(2.0, min(float(ctx.timeout_s), 30.0))
     ports = {w: p.port for w, p in enumerate(spec.ports)}
     c = None
@@ -489,6 +492,9 @@ def start_switch(ctx) -> tuple[str, Callable[[], None]]:
     if 2 * o["window"] * o["lanes"] > constants.SWITCH_SLOTS:
         raise ValueError(f"saatp switch engine: window {o['window']} x {o['lanes']} lanes needs "
                          f"2 x window x lanes <= {constants.SWITCH_SLOTS} switch slots")
+    if o["k"] is None and not o["extra"].get("program"):
+        # the widest K the path carries: the UDP tunnels on loopback take any SA-ATP packet
+        o["k"] = wire.MAX_LANES
     program = str(o["extra"].get("program") or saatp_program(o["k"]))
     if not Path(program).is_file():
         raise SwitchEngineUnavailable(f"saatp: the switch program {program} does not exist")

@@ -51,7 +51,7 @@ def test_helper_batches_packs_and_completes_rounds():
 def test_worker_window_and_pack_mask_release():
     clock = VirtualClock()
     sent = []
-    cfg = AgentConfig(job=0, nworkers=2, pool=4, t_s=0.05)
+    cfg = AgentConfig(job=0, nworkers=2, k=64, pool=4, t_s=0.05)  # the packets below carry klog2=6
     w = Worker(1, cfg, clock, sent.append)
     q = np.arange(64 * 10, dtype=np.int32)
     w.start(1, q, 3)
@@ -98,3 +98,52 @@ def test_flush_carries_the_iterations_scale():
     flushes = [f for f in flushes if f.type == wire.FLUSH]
     assert [f.seq for f in flushes] == [3, 4]
     assert all(f.exp == 13 for f in flushes)
+
+
+def test_worker_on_chunk_sees_each_result_and_cancel_stops_the_iteration():
+    """on_chunk gets every chunk's sums as it arrives; cancel() inside it ends the iteration
+    (no more sends or timers) and the next one may start at once."""
+    clock = VirtualClock()
+    sent = []
+    cfg = AgentConfig(job=0, nworkers=2, k=64, pool=4, t_s=0.05)
+    w = Worker(0, cfg, clock, sent.append)
+    seen = []
+
+    def on_chunk(seq, vals):
+        seen.append((seq, int(vals[0])))
+        if seq == 1:
+            w.cancel()
+    done = []
+    w.start(1, np.zeros(64 * 10, np.int32), 0, on_done=lambda *a: done.append(a), on_chunk=on_chunk)
+    for seq in (0, 1, 2):
+        w.on_message(wire.pack(wire.Header(type=wire.RESULT, seq=seq, iter=1, wid=0xFF, klog2=6),
+                               np.full(64, 10 + seq, np.int32)))
+    assert seen == [(0, 10), (1, 11)] and not done   # chunk 2 came after the cancel
+    sent.clear()
+    clock.run(max_time=1.0)
+    assert sent == []                                 # no RTO probes, no watchdog probes
+    w.start(2, np.ones(64, np.int32), 0)              # not "still running"
+    assert [wire.unpack(b)[0].iter for b in sent] == [2]
+
+
+def test_worker_reuses_its_buffers_and_keeps_cached_results():
+    """Packet and result buffers are reused between iterations, but the results of the last
+    cache_iters iterations stay intact for late peers."""
+    clock = VirtualClock()
+    cfg = AgentConfig(job=0, nworkers=1, k=64, pool=8, t_s=0.05, cache_iters=2)
+    sent = []
+    w = Worker(0, cfg, clock, sent.append)
+    results = {}
+    for it in range(1, 6):
+        q = np.full(64 * 3, it, np.int32)
+        w.start(it, q, 0)
+        for b in list(sent):
+            h, v = wire.unpack(b)
+            assert h.iter == it and np.all(v == it)
+            w.on_message(wire.pack(h.copy(type=wire.RESULT, wid=0xFF), v))
+        sent.clear()
+        assert w.done
+        results[it] = w.cur.res
+    assert results[5] is not results[4] and results[5].base is results[2].base  # 3 buffers, reused
+    for it in (3, 4):                                   # the cached ones are intact
+        assert np.all(w.cache[it].res == it)

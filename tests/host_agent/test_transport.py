@@ -64,7 +64,7 @@ def test_agents_over_frame_ports_with_embedded_switch(saatp_program):
     th = threading.Thread(target=switch_loop, daemon=True)
     th.start()
     rng = np.random.default_rng(0)
-    qs = [rng.integers(-100, 100, size=64 * 10, dtype=np.int32) for _ in range(2)]
+    qs = [rng.integers(-100, 100, size=cfg.k * 10, dtype=np.int32) for _ in range(2)]  # 10 chunks
     try:
         for wk, q in zip(workers, qs):
             wk.start(1, q, 0)

@@ -9,7 +9,8 @@ from typing import Optional
 from .. import nodes as A
 from ..errors import P4Unsupported
 from ..info import ActionInfoP, ExternInstanceInfo, ParamInfo
-from ..types import AnyT, Bits, BlockT, ExternT, TypeVarT, ValueSetT, VoidT, is_composite
+from ..types import AnyT, Bits, BlockT, ExternT, StructT, TypeVarT, ValueSetT, VoidT, is_composite
+from .declarations import serializable_enum_name
 from .source_writer import Out
 from .symbols import ActionSym, Const, FnCtx, FuncSym, InstSym, Scope, TableSym, TypeSym, Var
 
@@ -43,7 +44,7 @@ class BlocksMixin:
         d = s.decl
         inner = Scope(scope)
         for tp in d.type_params:
-            inner.syms[tp] = TypeSym(TypeVarT(tp))
+            inner.syms[tp] = TypeSym(s.type_args.get(tp) or TypeVarT(tp))
         s.ret = self.resolve_type(d.ret, inner)
         pys, outs, sig = self.func_params(d.params, inner, inner)
         s.params = sig
@@ -74,16 +75,20 @@ class BlocksMixin:
             if cells:
                 out(f"nonlocal {', '.join(cells)}")
             fn = FnCtx("action", VoidT(), outs)
+            if self.trace:
+                out(f"TR.action({a.full!r})")
             self._action_calls_extern = False
             self.stmts(d.body.stmts, inner, out, fn)
             if outs:
                 out(f"return ({', '.join(outs)},)")
         # control-plane description
         data = [(p, t) for p, (_, dr, t) in zip(d.params, sig) if dr == ""]
+        self.claim_cp_name("action", a.full, d)
         if a.full not in self.action_infos:
             ai = ActionInfoP(annotations=self.ann_text(d.annotations), name=a.full,
                              params=[ParamInfo(annotations=self.ann_text(p.annotations), name=p.name,
-                                               width=self.bit_width(t, p)) for p, t in data],
+                                               width=self.bit_width(t, p), enum=serializable_enum_name(t))
+                                     for p, t in data],
                              calls_extern_functions=self._action_calls_extern)
             self.action_infos[a.full] = ai
             self.info.actions.append(ai)
@@ -114,6 +119,7 @@ class BlocksMixin:
             raise P4Unsupported(f"{d.name}: a generic parser/control needs explicit type arguments here "
                                 f"(<{', '.join(d.type_params)}>); inferring them is not supported", d.loc)
         fname = self.fresh("mk_" + d.name)
+        self.blocks_compiled.add(d.name)
         o = Out()
         o.ind = 1
         scope = Scope(self.glob)
@@ -212,16 +218,30 @@ class BlocksMixin:
                 scope.syms[loc.name] = FuncSym(loc, self.fresh("fn_" + loc.name))
             elif isinstance(loc, A.ValueSetDecl):
                 et = self.resolve_type(loc.type, scope)
-                if not isinstance(et, Bits):
-                    raise P4Unsupported(f"value_set<{et}>: only value sets of bit<W> are supported", loc.loc)
+                if isinstance(et, StructT) and not et.union and et.fields:
+                    # a value set of a struct matches as many select keys as the struct has
+                    # fields; its members are the fields concatenated, first field first (as
+                    # p4c's BMv2 back end lays out the parse_vset)
+                    width = sum(self.bit_width(ft, loc) for _, _, ft in et.fields)
+                    for fname, fann in et.field_annotations.items():
+                        mk = " ".join(t.value for t in fann.get("match", ()))
+                        if mk and mk not in ("exact", "ternary", "lpm"):
+                            raise P4Unsupported(f"value_set<{et}>: field {fname} has @match({mk}); the members "
+                                                f"of a value set here are value/mask pairs (exact, ternary, lpm)",
+                                                loc.loc)
+                elif isinstance(et, Bits):
+                    width = et.width
+                else:
+                    raise P4Unsupported(f"value_set<{et}>: only value sets of bit<W> or of structs of "
+                                        f"bit<W> fields are supported", loc.loc)
                 size = self.const_int(loc.size, scope, "value set size")
                 full = self.cp_name(path, loc.name, loc.annotations)
                 py = self.fresh("vs_" + loc.name)
-                o(f"{py} = X.ValueSet({full!r}, {size}, {et.width})")
+                o(f"{py} = X.ValueSet({full!r}, {size}, {width})")
                 o(f"REG.externs[{full!r}] = {py}")
                 self.info.externs.append(ExternInstanceInfo(annotations=self.ann_text(loc.annotations),
                                                             kind="value_set", name=full, size=size,
-                                                            width=et.width))
+                                                            width=width))
                 scope.syms[loc.name] = InstSym(py, ValueSetT(et, size), full, loc, "value_set")
             else:
                 raise self.err(f"unsupported local declaration {type(loc).__name__}", loc)

@@ -8,14 +8,50 @@ from typing import Optional
 
 from .. import nodes as A
 from ..errors import P4Error
-from ..types import (AnyT, ApplyResultT, Bits, BlockT, BoolT, ExternT, HeaderT, InfInt, StackT, StructT,
+from ..types import (AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT,
                      TableT, TypeVarT, VoidT, is_composite)
 from .source_writer import Out
-from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym
+from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym, Var
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Whether two branch paths (see ``StatementsMixin.in_branch``) can never both run: at the
+    first place they differ, they are different branches of the same if or switch."""
+    for x, y in zip(a, b):
+        if x != y:
+            return x[0] == y[0]
+    return False
 
 
 class CallsMixin:
     """Mixin of :class:`~emulation.p4.compiler.core.Compiler` (see the module docstring)."""
+
+    def specialize_function(self, s: FuncSym, e: A.Call, scope: Scope) -> FuncSym:
+        """A generic function is compiled once per list of type arguments (P4_16 spec 6.8.1):
+        the call's explicit ones, else those of the arguments whose parameter type is a bare
+        type parameter.  If some stay unknown, the generic body is used as it is."""
+        tps = s.decl.type_params
+        if e.type_args:
+            if len(e.type_args) != len(tps):
+                raise self.err(f"{s.decl.name} takes {len(tps)} type argument(s), got {len(e.type_args)}", e)
+            targs = [self.resolve_type(t, scope) for t in e.type_args]
+        else:
+            bound: dict = {}
+            for p, a in zip(s.decl.params, e.args):
+                tn = getattr(p.type, "name", None)
+                if tn in tps and tn not in bound and getattr(a, "name", None) in (None, p.name):
+                    _, at = self.expr(a.value, scope)
+                    if isinstance(at, (Bits, BoolT, StructT, HeaderT, EnumT)):
+                        bound[tn] = at
+            if len(bound) != len(tps):
+                return s
+            targs = [bound[t] for t in tps]
+        key = tuple(str(t) for t in targs)
+        spec = s.specs.get(key)
+        if spec is None:
+            spec = FuncSym(s.decl, self.fresh(s.py), type_args=dict(zip(tps, targs)))
+            s.specs[key] = spec
+        return spec
 
     def bind_args(self, params: list, args: list, call: A.Node, what: str) -> list:
         """Match call arguments to parameters (positional or by name); defaults fill in."""
@@ -140,10 +176,20 @@ class CallsMixin:
                 if name != "apply":
                     raise self.err(f"a table has no method {name}", e)
                 tsym = ot.table
-                if tsym.applied is not None and tsym.applied != e.loc:
-                    raise self.err(f"table {tsym.decl.name} is applied more than once in this control "
-                                   f"(first at {tsym.applied}); p4c refuses this for BMv2", e)
-                tsym.applied = e.loc
+                kind = getattr(self._cur_fn, "kind", None)
+                if kind in ("action", "function"):
+                    # p4c (type checking): only a control's apply block (and what it calls) may
+                    # apply a table
+                    raise self.err(f"{self.key_name(f.obj)}.apply: tables cannot be invoked from {kind}s", e)
+                # BMv2 runs a control as a graph of tables: p4c refuses a program with a path
+                # from a table back to itself, so one table may be applied at several places
+                # only when they exclude each other (then/else of an if, cases of a switch)
+                here = tuple(self.branch_path)
+                for loc, path in tsym.applied:
+                    if loc != e.loc and not _exclusive(path, here):
+                        raise self.err(f"table {tsym.decl.name} is applied more than once on one path "
+                                       f"through this control (first at {loc}); p4c refuses this for BMv2", e)
+                tsym.applied.append((e.loc, here))
                 return f"{ot.table.py}()", ApplyResultT(ot.table)
             if isinstance(ot, StructT) and ot.union and name == "isValid":
                 return "(" + " or ".join(f"{oc}.{p}._valid" for _, p, _ in ot.fields) + ")", BoolT()
@@ -176,6 +222,9 @@ class CallsMixin:
             if isinstance(ot, BlockT) and name == "apply":
                 return self.call_block_apply(oc, ot, e, scope, out)
             if isinstance(ot, ExternT):
+                e = self._positional(e, [m for m in ot.decl.methods if m.name == name and not m.is_ctor],
+                                     f"{ot.decl.name}.{name}")
+                e, scope = self._dontcare_outs(e, self._extern_method_decl(ot, name, e), ot, scope, out)
                 r = self.hooks.extern_method(self, oc, ot, name, e, scope, out, as_expr)
                 return r
             raise self.err(f"{ot} has no method {name}", e)
@@ -197,7 +246,11 @@ class CallsMixin:
                     out(r)
                 return None
             if isinstance(s, FuncSym):
-                self.ensure_function(s, scope)
+                if s.decl.type_params:
+                    s = self.specialize_function(s, e, scope)
+                saved = self._cur_fn, self._stmt_out, self._lv_roots, self.cur_loc
+                self.ensure_function(s, scope)      # may compile the callee's body now
+                self._cur_fn, self._stmt_out, self._lv_roots, self.cur_loc = saved
                 params = s.decl.params
                 codes, wbs = self.gen_call_args(params, [t for _, _, t in s.params], e.args, scope, e,
                                                 f"function {f.name}")
@@ -209,6 +262,7 @@ class CallsMixin:
                     out(r)
                 return None
             if isinstance(s, ExternFuncSym):
+                e = self._positional(e, s.decls, f.name)
                 counts = sorted({len(d.params) for d in s.decls} |
                                 {len([p for p in d.params if p.default is None and "optional" not in p.annotations])
                                  for d in s.decls})
@@ -217,6 +271,10 @@ class CallsMixin:
                     raise self.err(f"{f.name}: wrong number of arguments: got {len(e.args)}, expected "
                                    f"{' or '.join(map(str, counts))}", e)
                 kind = getattr(getattr(self, "_cur_fn", None), "kind", None)
+                if f.name == "verify" and kind in ("action", "function", "control"):
+                    # core.p4's verify ends parsing with an error: p4c allows it only inside a
+                    # parser (P4_16 spec 12.7)
+                    raise self.err("verify: may only be invoked in parsers", e)
                 if kind == "action":
                     self._action_calls_extern = True
                 elif kind != "parser-state":
@@ -224,6 +282,72 @@ class CallsMixin:
                 return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
             raise self.err(f"{f.name} is not callable", f)
         raise self.err("this expression is not callable", e)
+
+    def _positional(self, call: A.Call, decls: list, what: str) -> A.Call:
+        """A call of an extern function or method with named arguments (``verify_checksum(
+        condition = c, data = d, ...)``), rewritten with its arguments in declaration order so
+        that the architecture sees positional arguments (P4_16 spec 1.2.5, 6.8.1)."""
+        if not any(a.name for a in call.args):
+            return call
+        if not all(a.name for a in call.args):
+            raise self.err(f"{what}: either all arguments are named or none is", call)
+        names = {a.name for a in call.args}
+        for d in decls:
+            pnames = [p.name for p in d.params]
+            if names <= set(pnames):
+                bound = self.bind_args(d.params, call.args, call, what)
+                # trailing optional parameters left out stay left out
+                while bound and bound[-1].value is None and d.params[len(bound) - 1].name not in names:
+                    bound.pop()
+                args = [A.Arg(loc=a.loc, value=a.value) for a in bound]
+                return A.Call(loc=call.loc, func=call.func, type_args=call.type_args, args=args)
+        raise self.err(f"{what}: no declaration has parameters named {', '.join(sorted(names))}", call)
+
+    @staticmethod
+    def _extern_method_decl(ety: ExternT, name: str, call: A.Call):
+        """The declaration of method ``name`` of extern ``ety`` that takes as many arguments as
+        ``call`` gives (None if there is none: the architecture reports it)."""
+        for m in ety.decl.methods:
+            if m.name == name and not m.is_ctor:
+                need = len([p for p in m.params if p.default is None and "optional" not in p.annotations])
+                if need <= len(call.args) <= len(m.params):
+                    return m
+        return None
+
+    def _dontcare_outs(self, call: A.Call, decl, ety: Optional[ExternT], scope: Scope, out: Out):
+        """``_`` as the argument of an ``out`` parameter (``pkt.extract<H>(_)``): the callee writes
+        a fresh variable that nothing reads (P4_16 spec 1.2.5, 6.7 / 8.x "don't care").  Returns
+        the call with those arguments replaced, and the scope that declares the variables."""
+        if decl is None or not any(a.value is None and a.name is None for a in call.args):
+            return call, scope
+        inner = Scope(scope)
+        tmap = {}
+        for tp, ta in zip(decl.type_params, call.type_args or ()):
+            tmap[tp] = ta
+        if ety is not None:
+            for tp, ta in zip(ety.decl.type_params, ety.args):
+                if not isinstance(ta, AnyT):
+                    inner.syms[tp] = TypeSym(ta)
+        for tp, ta in tmap.items():
+            inner.syms[tp] = TypeSym(self.resolve_type(ta, scope))
+        args = []
+        for i, a in enumerate(call.args):
+            if a.value is None and a.name is None and i < len(decl.params) and \
+                    decl.params[i].direction in ("out", "inout"):
+                p = decl.params[i]
+                if isinstance(p.type, A.TName) and (p.type.name in decl.type_params or (
+                        ety is not None and p.type.name in ety.decl.type_params)) and \
+                        not isinstance(inner.syms.get(p.type.name), TypeSym):
+                    raise self.err(f"the type of '_' for parameter {p.name} is not known here: give the "
+                                   f"type argument explicitly", a)
+                ty = self.resolve_type(p.type, inner)
+                tmp = self.fresh("dc")
+                out(f"{tmp} = {self.default_value(ty)}")
+                inner.syms[tmp] = Var(tmp, ty)
+                args.append(A.Arg(loc=a.loc, value=A.Path(loc=a.loc, name=tmp)))
+            else:
+                args.append(a)
+        return A.Call(loc=call.loc, func=call.func, type_args=call.type_args, args=args), inner
 
     def union_siblings_invalid(self, hexpr: A.Expr, out: Out) -> None:
         """After a header_union member becomes valid, the other members become invalid (spec 8.20)."""

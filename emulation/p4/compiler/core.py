@@ -31,10 +31,11 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
     generated Python source and the top-level blocks.  The architecture plugs in through
     ``hooks`` (an :class:`~emulation.p4.compiler.hooks.ArchHooks`).  ``vectorize`` turns the
     vectorised lanes (:mod:`~emulation.p4.compiler.lanes`) on or off; None reads
-    ``SAATP_P4_VECTORIZE`` (on by default)."""
+    ``SAATP_P4_VECTORIZE`` (on by default).  ``trace`` generates calls to a tracer ``TR``
+    (``RT.tracer``) at parser states, extracts, selects, tables, actions, conditions and emits."""
 
     def __init__(self, program: A.Program, hooks: ArchHooks, filename: str = "",
-                 vectorize: bool | None = None):
+                 vectorize: bool | None = None, trace: bool = False):
         self.prog = program
         self.hooks = hooks
         self.glob = Scope()
@@ -48,6 +49,8 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
         self.structs: list[StructT] = []
         self.top_actions: list[ActionSym] = []
         self.action_infos: dict[str, ActionInfoP] = {}
+        self.cp_decls: dict[tuple[str, str], A.Node] = {}    # (kind, control-plane name) -> declaration
+        self.branch_path: list[tuple[int, int]] = []    # (if/switch, branch) around the code being generated
         self.consts_code = Out()
         self._stmt_out = Out()
         self._lv_roots: list[str] = []
@@ -57,7 +60,13 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
         self._cur_fn: FnCtx | None = None
         self._direct_insts: dict[int, InstSym] = {}
         self._factory_args: dict[str, list[str]] = {}
-        self.vectorize = vectorize_default() if vectorize is None else bool(vectorize)
+        self.blocks_compiled: set[str] = set()     # parsers/controls whose code was generated
+        # trace: generate calls to the run-time tracer ``TR`` (BMv2-style per-packet lines, see
+        # emulation/v1model/trace.py); off, the generated code has none.  Traced programs run the
+        # plain (not vectorised) code, whose statements map one to one onto the trace.
+        self.trace = bool(trace)
+        self._trace_nodes = 0
+        self.vectorize = False if self.trace else vectorize_default() if vectorize is None else bool(vectorize)
         self._lane_banks: dict[str, tuple] | None = None   # bank -> instances, per control
         self._lane_bank_lines: list[str] = []
         self._lanes_used = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import Loc, P4Error
-from ..info import ControllerHeaderInfo, HeaderFieldInfo
+from ..info import ControllerHeaderInfo, HeaderFieldInfo, SerializableEnumInfo
 from ..types import Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, StringT, StructT, Ty, VarBit
 from .source_writer import Out
 from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, InstSym, Scope, TypeSym, Var, pyfield
@@ -20,13 +20,48 @@ class DeclarationsMixin:
             self.declare_global(d)
         main = g.syms.get("main")
         if not isinstance(main, InstSym):
+            # p4c type-checks every declaration: report an error inside the program before
+            # saying that it has no main (nothing is instantiated, so compile each block once)
+            self.check_unused_blocks()
             raise P4Error("the program has no 'main' package instantiation", Loc(self.info.source, 1, 1))
         return main
+
+    def check_unused_blocks(self, only: set[str] | None = None) -> None:
+        """Compile top-level actions, functions and every parser/control that needs no
+        constructor or type arguments (those named in ``only``, if given), only for their
+        errors (the code is dropped)."""
+        self._factories, self._fn_indent, self._fn_sink = [], 1, []
+        body = Out()
+        body.ind = 1
+        for a in self.top_actions:
+            self.gen_action(a, self.glob, body, [])
+        for f in getattr(self, "top_functions", []):
+            if not f.decl.type_params:      # a generic one is compiled per call (its type arguments)
+                self.ensure_function(f, self.glob)
+        for d in self.prog.decls:
+            if isinstance(d, (A.ControlDecl, A.ParserDecl)) and not d.ctor_params and not d.type_params \
+                    and (only is None or d.name in only):
+                self.gen_block_instance(d, d.name, {}, self.glob)
+
+    def check_blocks_main_skips(self) -> None:
+        """p4c type-checks every parser and control, instantiated or not: the ones ``main``
+        never reaches (and that need no constructor or type arguments) are compiled by a second,
+        throw-away compiler, only for their errors."""
+        skipped = {d.name for d in self.prog.decls
+                   if isinstance(d, (A.ControlDecl, A.ParserDecl)) and not d.ctor_params and not d.type_params
+                   and d.name not in self.blocks_compiled}
+        if not skipped:
+            return
+        other = type(self)(self.prog, type(self.hooks)(), self.info.source, vectorize=False)
+        for d in self.prog.decls:
+            other.declare_global(d)
+        other.check_unused_blocks(skipped)
 
     def declare_global(self, d: A.Node) -> None:
         g = self.glob
         self.cur_loc = d.loc
         if isinstance(d, A.ErrorDecl):
+            self._check_unique_members(d, d.members, "error")
             for m in d.members:
                 if m not in self.errors_list:
                     self.errors_list.append(m)
@@ -41,9 +76,11 @@ class DeclarationsMixin:
             g.syms[name] = TypeSym(ty)
         elif isinstance(d, A.EnumDecl):
             self._check_redecl(name, d, g)
+            self._check_unique_members(d, d.members, f"enum {name}")
             g.syms[name] = TypeSym(EnumT(name, list(d.members), None, {m: i for i, m in enumerate(d.members)}))
         elif isinstance(d, A.SerEnumDecl):
             self._check_redecl(name, d, g)
+            self._check_unique_members(d, [m for m, _ in d.members], f"enum {name}")
             rt = self.resolve_type(d.type, g)
             if not isinstance(rt, Bits):
                 raise self.err(f"a serializable enum needs a bit<W> or int<W> type, not {rt}", d)
@@ -54,12 +91,21 @@ class DeclarationsMixin:
                     raise self.err(f"enum member {m} needs a constant value", e)
                 vals[m] = v & rt.mask if not rt.signed else v
             g.syms[name] = TypeSym(EnumT(name, [m for m, _ in d.members], rt, vals))
+            self.info.serializable_enums.append(SerializableEnumInfo(
+                name, rt.width, [(m, vals[m] & rt.mask) for m, _ in d.members]))
         elif isinstance(d, A.TypedefDecl):
             self._check_redecl(name, d, g)
-            g.syms[name] = TypeSym(self.resolve_type(d.type, g))
+            ty = self.resolve_type(d.type, g)
+            if d.newtype and not isinstance(ty, (Bits, BoolT)):
+                # P4_16 spec 7.6 (``type``): only base types or other ``type`` names; p4c: "`type'
+                # can only be applied to base types"
+                raise self.err(f"{name}: 'type' can only be applied to base types, not {ty}", d)
+            g.syms[name] = TypeSym(ty)
         elif isinstance(d, A.ConstDecl):
+            self._check_redecl(name, d, g)
             self.declare_const(d, g, self.consts_code)
         elif isinstance(d, A.ExternDecl):
+            self._check_method_overloads(d)
             g.syms[name] = TypeSym(d)
         elif isinstance(d, A.ExternFunction):
             s = g.syms.get(name)
@@ -68,6 +114,7 @@ class DeclarationsMixin:
             else:
                 g.syms[name] = ExternFuncSym([d])
         elif isinstance(d, (A.ParserDecl, A.ControlDecl, A.PackageDecl, A.BlockTypeDecl)):
+            self._check_decl_params(d)
             if name in g.syms and isinstance(g.syms[name], TypeSym) and isinstance(g.syms[name].ty, A.BlockTypeDecl) \
                     and not isinstance(d, A.BlockTypeDecl):
                 pass
@@ -92,6 +139,46 @@ class DeclarationsMixin:
                                    "package" if isinstance(ty, BlockT) and isinstance(ty.decl, A.PackageDecl) else "")
         else:
             raise self.err(f"unsupported declaration {type(d).__name__}", d)
+
+    def _check_decl_params(self, d) -> None:
+        """Parameters of a parser, control, package or their types: a name is not also a type
+        parameter's, and a string or extern object is passed without a direction (P4_16 spec
+        6.8: extern objects are directionless; p4c: "a parameter with type string cannot have a
+        direction")."""
+        tps = set(getattr(d, "type_params", []) or [])
+        for p in list(d.params) + list(getattr(d, "ctor_params", []) or []):
+            where = getattr(p, "name_loc", None) or p.loc
+            if p.name in tps:
+                raise P4Error(f"{p.name}: duplicate name: {d.name} has a type parameter {p.name}", where)
+            if not p.direction or getattr(p.type, "name", None) in tps:
+                continue
+            try:
+                ty = self.resolve_type(p.type, self.glob)
+            except P4Error:
+                continue    # reported where the declaration is used, with the right type arguments
+            if isinstance(ty, (StringT, ExternT)):
+                raise P4Error(f"{p.name}: a parameter with type {ty} cannot have a direction", where)
+
+    def _check_unique_members(self, d, members, what: str) -> None:
+        """Members of an error, enum or serializable enum declaration are distinct names."""
+        seen = set()
+        for m in members:
+            if m in seen:
+                raise P4Error(f"{m}: duplicate member of {what}", getattr(m, "loc", None) or d.loc)
+            seen.add(m)
+
+    def _check_method_overloads(self, d: A.ExternDecl) -> None:
+        """Methods of one extern that share a name must differ in their number of parameters:
+        calls pick the overload by argument count (p4c: "Ambiguous method ... with N parameters")."""
+        seen: dict = {}
+        for m in getattr(d, "methods", []) or []:
+            if any(p.default is not None or "optional" in p.annotations for p in m.params):
+                continue
+            key = (m.name, len(m.params))
+            if key in seen:
+                raise self.err(f"ambiguous method {m.name} of extern {d.name}: two declarations with "
+                               f"{len(m.params)} parameter(s) (the other is at {m.loc})", seen[key])
+            seen[key] = m
 
     def declare_const(self, d: A.ConstDecl, scope: Scope, out: Out) -> None:
         ty = self.resolve_type(d.type, scope)
@@ -127,7 +214,7 @@ class DeclarationsMixin:
             if isinstance(ft, VarBit) and any(isinstance(t, VarBit) for _, _, t in fields):
                 raise self.err("a header can have only one varbit field", f)
             if isinstance(d, A.HeaderDecl) and not isinstance(ft, (Bits, BoolT, VarBit)) and not (
-                    isinstance(ft, EnumT) and ft.repr is not None):
+                    isinstance(ft, EnumT) and ft.repr is not None) and not self._flat_struct(ft):
                 raise self.err(f"header field {f.name} must be bit<W>, int<W>, bool or a serializable enum, "
                                f"not {ft}", f)
             if isinstance(ft, (ExternT, BlockT, StringT)):
@@ -150,7 +237,7 @@ class DeclarationsMixin:
                 nm = body[0].value.strip('"') if body else ""
                 self.info.controller_headers.append(ControllerHeaderInfo(
                     annotations=self.ann_text(d.annotations), name=nm, type_name=d.name,
-                    fields=[HeaderFieldInfo(n, t.width if isinstance(t, Bits) else 1) for n, _, t in fields]))
+                    fields=[HeaderFieldInfo(n, _field_bits(t), serializable_enum_name(t)) for n, _, t in fields]))
         else:
             union = getattr(d, "union", False)
             if union:
@@ -163,6 +250,28 @@ class DeclarationsMixin:
             self.gen_struct_class(ty)
         return ty
 
+    def _flat_struct(self, t) -> bool:
+        """A struct that may be a header field (P4_16 spec 1.2.5, 7.2.2): its fields, nested
+        structs included, are bit<W>, int<W>, bool or serializable enums."""
+        return isinstance(t, StructT) and not t.union and all(
+            isinstance(ft, (Bits, BoolT)) or (isinstance(ft, EnumT) and ft.repr is not None) or self._flat_struct(ft)
+            for _, _, ft in t.fields)
+
     @staticmethod
     def ann_text(anns: dict) -> dict:
         return {k: " ".join(t.value for t in v) for k, v in anns.items()}
+
+
+def serializable_enum_name(t: Ty) -> str:
+    """The name of a serializable enum type (``enum bit<8> E``), ``""`` for any other type."""
+    return t.name if isinstance(t, EnumT) and t.repr is not None else ""
+
+
+def _field_bits(t: Ty) -> int:
+    """Width of a controller-header field for P4Info: a serializable enum counts its
+    underlying ``bit<W>`` (p4c writes ``bitwidth: W``), bool one bit."""
+    if isinstance(t, Bits):
+        return t.width
+    if isinstance(t, EnumT) and t.repr is not None:
+        return t.repr.width
+    return 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from .. import nodes as A
-from ..types import (ActionT, AnyT, ApplyResultT, Bits, BoolT, EnumT, ErrorT, HeaderT, InfInt, StackT,
+from ..types import (ActionT, AnyT, ArrayT, ApplyResultT, Bits, BoolT, EnumT, ErrorT, HeaderT, InfInt, StackT,
                      StringT, StructT, TableT, TupleT, Ty, is_composite, same)
 from .symbols import ActionSym, Const, InstSym, Scope, TableSym, TypeSym, Var
 
@@ -111,15 +111,22 @@ class ExpressionsMixin:
             if e.name == "lastIndex":
                 return f"(({oc}.nxt - 1) & 0xffffffff)", Bits(32)
             raise self.err(f"a header stack has no member {e.name}", e)
+        if isinstance(ot, ArrayT):
+            if e.name == "size":
+                return str(ot.size), Bits(32)
+            raise self.err(f"an array of {ot.elem} has no member {e.name} (next, last and lastIndex "
+                           f"are for header stacks)", e)
         raise self.err(f"{ot} has no member {e.name}", e)
 
     def x_Index(self, e: A.Index, scope, want):
         oc, ot = self.expr(e.obj, scope)
-        if not isinstance(ot, (StackT, TupleT)):
+        if not isinstance(ot, (StackT, TupleT, ArrayT)):
             raise self.err(f"cannot index a value of type {ot}", e)
         ic, it = self.expr(e.index, scope)
         if isinstance(ot, TupleT):
             i = self.const_int(e.index, scope, "tuple index")
+            if not 0 <= i < len(ot.items):
+                raise self.err(f"index {i} out of bounds for a tuple of {len(ot.items)} item(s)", e.index)
             return f"{oc}[{i}]", ot.items[i]
         if not isinstance(it, (Bits, InfInt)):
             raise self.err(f"a stack index must be an integer, not {it}", e.index)
@@ -246,6 +253,10 @@ class ExpressionsMixin:
             rc, rt = self.expr(e.r, scope)
             if isinstance(rt, Bits) and rt.signed:
                 raise self.err("the shift amount must be unsigned", e.r)
+            if not isinstance(rt, (Bits, InfInt)):
+                raise self.err(f"the shift amount must be an unsigned integer, not {rt}", e.r)
+            if isinstance(rt, InfInt) and rc.lstrip("-").isdigit() and int(rc) < 0:
+                raise self.err(f"the shift amount must not be negative ({rc})", e.r)
             if isinstance(lt, InfInt):
                 try:
                     v = int(lc) << int(rc) if op == "<<" else int(lc) >> int(rc)
@@ -269,7 +280,7 @@ class ExpressionsMixin:
                 return f"({lc} >> {rc})", lt
         if op in ("==", "!="):
             lc, lt, rc, rt = self._operands(e, scope, None)
-            if isinstance(lt, (HeaderT, StructT, StackT)):
+            if isinstance(lt, (HeaderT, StructT, StackT, ArrayT)):
                 code = f"{lc}._eq({rc})"
                 return (code if op == "==" else f"(not {code})"), BoolT()
             return f"({lc} {op} {rc})", BoolT()
@@ -279,6 +290,14 @@ class ExpressionsMixin:
                 raise self.err(f"operator {op} needs integer operands, not {lt}", e)
             return f"({lc} {op} {rc})", BoolT()
         # arithmetic and bitwise
+        if op in ("/", "%"):
+            # P4_16 spec 8.7/8.8: / and % on untyped integers are defined on positive values
+            # only (p4c: "not defined on negative numbers")
+            for side in (e.l, e.r):
+                v = self.const_eval(side, scope)
+                if isinstance(v, int) and not isinstance(v, bool) and v < 0 and \
+                        not isinstance(self._lit_type(side, scope), Bits):
+                    raise self.err(f"{op}: not defined on negative numbers", e)
         lc, lt, rc, rt = self._operands(e, scope, want)
         t = lt if isinstance(lt, Bits) else rt
         if isinstance(lt, InfInt) and isinstance(rt, InfInt):
@@ -302,6 +321,17 @@ class ExpressionsMixin:
         if op in ("/", "%"):
             if t.signed:
                 raise self.err(f"operator {op} is only defined on unsigned values", e)
+            # p4c (midend CompileTimeOperations, after constant folding and strength reduction):
+            # a division or modulo left in the program is an error; only constants and a
+            # divisor that is a power of two (a shift or a mask) remain computable
+            try:
+                d = int(rc)
+            except ValueError:
+                d = None
+            consts = d is not None and lc.lstrip("-").isdigit()
+            if not consts and (d is None or d <= 0 or d & (d - 1)):
+                raise self.err(f"{op}: could not evaluate expression at compilation time (p4c computes a "
+                               f"division or modulo only on constants or by a power of two)", e)
             return f"_rt.{'div' if op == '/' else 'mod'}({lc}, {rc})", t
         if op in ("&", "|", "^"):
             return f"({lc} {op} {rc})", t
@@ -430,6 +460,13 @@ class ExpressionsMixin:
         if isinstance(e, A.Index):
             self.lvalue(e.obj, scope)
             code, ty = self.expr(e, scope)
+            if isinstance(e.obj.type, ArrayT) and not is_composite(ty):
+                # a scalar cell: written through the array (run-time index: bounds-checked put)
+                if code.endswith("]"):
+                    return code, ty, lambda v, c=code: [f"{c} = {v}"]
+                oc, _ = self.expr(e.obj, scope)
+                ic, _ = self.expr(e.index, scope)
+                return code, ty, lambda v, b=oc, i=ic: [f"{b}.put({i}, {v})"]
             return code, ty, lambda v, c=code: [f"{c}._set({v})"]
         if isinstance(e, A.Slice):
             icode, ity, iassign = self.lvalue(e.obj, scope)

@@ -15,7 +15,11 @@ Semantics are those of the scalar code: values are held canonically in int64 (``
 vector path runs only when the shared register index is in bounds; otherwise the scalar
 statements run (BMv2: an out-of-bounds read leaves the destination unchanged, so lanes would
 depend on each other).  After the group the scalar locals hold lane K-1's values, as they
-would after the scalar code.  Switch: ``SAATP_P4_VECTORIZE=0`` (or ``Compiler(vectorize=False)``);
+would after the scalar code.  Every numpy call costs about half a microsecond at K = 256, so
+operations are saved where the result is provably the same: an int64 interval is kept for each
+vector expression and a wrap is left out when the value is already in its type's range, and the
+branchless select ``(x & ~(0 - o)) | (y & (0 - o))`` with ``o`` in {0, 1} (SA-ATP's saturating
+add) becomes one ``np.where``.  Switch: ``SAATP_P4_VECTORIZE=0`` (or ``Compiler(vectorize=False)``);
 ``SAATP_P4_LANES_DEBUG=1`` prints why a candidate group stayed scalar.
 
 Supported lane bodies: straight-line assignments to locals and lane fields, register-like
@@ -36,6 +40,7 @@ from typing import Any
 
 from .. import nodes as A
 from ..types import Bits, HeaderT, InfInt, StructT
+from .header_classes import lane_header_dtype
 from .source_writer import Out
 from .symbols import InstSym, Var
 
@@ -229,6 +234,11 @@ class _LaneGen:
         self.reductions: list[tuple[str, list[str]]] = []
         self.reduction_targets: set[str] = set()
         self.parent_chains: set[str] = set()     # objects holding lane fields (not read as values)
+        # what is known of the values of vector codes (each entry made when its code is made,
+        # a local's when it is assigned): the int64 interval, and for a code that is 0 or all
+        # ones in each lane, the code of a 0/1 vector that is 1 where it is all ones
+        self.ranges: dict[str, tuple[int, int]] = {}
+        self.selectors: dict[str, str] = {}
 
     # ------------------------------------------------------------ output
     def guard_lines(self):
@@ -241,7 +251,10 @@ class _LaneGen:
     def lines(self) -> list[str]:
         tail = []
         for f in self.fields.values():
-            if f["dirty"]:
+            if f["dirty"] and f.get("span") is not None:
+                lo, hi = f["span"]
+                tail.append(f"{f['parent']}._a[{lo}:{hi}] = {f['py']}")
+            elif f["dirty"]:
                 targets = ", ".join(f"{f['parent']}.{n}" for n in f["names"])
                 tail.append(f"{targets}, = {f['py']}.tolist()")
         for py, _ty, _var, node in self.vec_locals.values():
@@ -325,6 +338,8 @@ class _LaneGen:
                 self.vec_locals[key] = ent
                 self.assigned_chains.add(key)
             self.out.append(f"{ent[0]} = {code}")
+            self.ranges[ent[0]] = self._range(code, ty)
+            self.selectors.pop(ent[0], None)    # only expressions carry selectors (never stale)
 
     def assign(self, lhs, rhs) -> None:
         ch = _chain(lhs)
@@ -440,6 +455,13 @@ class _LaneGen:
         ppy = self.c.fresh("lp")
         fpy = self.c.fresh("lf")
         self.out.append(f"{ppy} = {pc}")
+        span = _lane_span(pt, pys)
+        if span is not None:        # a lane header: its fields are already an int64 array
+            lo, hi = span
+            self.out.append(f"{fpy} = {ppy}._a[{lo}:{hi}].copy()")
+            self.fields[chains] = {"py": fpy, "ty": ty, "parent": ppy, "names": pys, "dirty": False,
+                                   "span": span}
+            return chains
         vals = ", ".join(f"{ppy}.{n}" for n in pys)
         code = _PACK.get((ty.width, ty.signed))
         if code is not None:        # struct packs the K ints faster than numpy converts a tuple
@@ -457,10 +479,18 @@ class _LaneGen:
             c, t = self._scalar(e, want)
             if isinstance(t, InfInt) and isinstance(want, Bits):
                 c, t = self.c.unify_int(c, t, want, e)
+            v = self.c.const_eval(e, self.scope)
+            if isinstance(v, int) and isinstance(t, Bits) and not isinstance(v, bool):
+                v = _canonical(v, t)
+                self.ranges[c] = (v, v)
+            else:
+                self.ranges.pop(c, None)
+            self.selectors.pop(c, None)
             return c, t
         if id(e) in self.varying:
             key = self._field(e)
             f = self.fields[key]
+            self.ranges.pop(f["py"], None)      # lane fields hold any value of their type
             return f["py"], f["ty"]
         if isinstance(e, A.Path):
             ent = self.vec_locals.get(e.name)
@@ -472,20 +502,73 @@ class _LaneGen:
             t = self._bits(t)
             if e.op == "+":
                 return c, t
+            lo, hi = self._range(c, t)
             if e.op == "-":
-                return self._wrap(f"-{c}", t), t
+                return self._wrap(f"-{c}", t, (-hi, -lo)), t
             if e.op == "~":
-                return (f"(~{c})" if t.signed else f"({c} ^ {t.mask:#x})"), t
+                if t.signed:
+                    return self._note(f"(~{c})", (~hi, ~lo)), t
+                return self._note(f"({c} ^ {t.mask:#x})", (t.mask - hi, t.mask - lo)), t
             raise _NoLanes(f"operator {e.op}")
         if isinstance(e, A.Binary):
             return self._binary(e, want)
         raise _NoLanes(f"expression {type(e).__name__}")
 
-    def _wrap(self, code: str, t: Bits) -> str:
+    def _range(self, code: str, t) -> tuple[int, int]:
+        """The known int64 interval of ``code`` (its type's range when nothing more is known)."""
+        r = self.ranges.get(code)
+        return r if r is not None else _type_range(t)
+
+    def _note(self, code: str, rng: tuple[int, int], selector: str | None = None) -> str:
+        self.ranges[code] = rng
+        if selector is None:
+            self.selectors.pop(code, None)
+        else:
+            self.selectors[code] = selector
+        return code
+
+    def _wrap(self, code: str, t: Bits, rng: tuple[int, int] | None = None) -> str:
+        """``code`` reduced to ``t``'s range, like the scalar code; no operation when ``rng``
+        (its interval) is already inside that range."""
+        tr = _type_range(t)
+        if rng is not None and tr[0] <= rng[0] and rng[1] <= tr[1]:
+            return self._note(f"({code})", rng)
         if t.signed:
             h = 1 << (t.width - 1)
-            return f"((({code}) & {t.mask:#x} ^ {h:#x}) - {h:#x})"
-        return f"(({code}) & {t.mask:#x})"
+            return self._note(f"((({code}) & {t.mask:#x} ^ {h:#x}) - {h:#x})", tr)
+        return self._note(f"(({code}) & {t.mask:#x})", tr)
+
+    def _mux(self, e: A.Binary, want):
+        """``(x & ~m) | (y & m)`` (either operand order) where ``m`` is 0 or all ones in each
+        lane -- the branchless select of ``p4src/saatp.p4``'s saturating add -- as one
+        ``np.where``; None if ``e`` is not that."""
+        l, r = e.l, e.r
+        if not (isinstance(l, A.Binary) and l.op == "&" and isinstance(r, A.Binary) and r.op == "&"):
+            return None
+        for a, b in ((l, r), (r, l)):
+            for x, notm in ((a.l, a.r), (a.r, a.l)):
+                if not (isinstance(notm, A.Unary) and notm.op == "~"):
+                    continue
+                for y, m in ((b.l, b.r), (b.r, b.l)):
+                    mc, mt = self.vexpr(m, want)
+                    sel = self.selectors.get(mc)
+                    if sel is None or not isinstance(mt, Bits) or mt.signed:
+                        continue
+                    nc, nt = self.vexpr(notm.e, want)
+                    if nc != mc or nt != mt:
+                        continue
+                    xc, xt = self.vexpr(x, mt)
+                    yc, yt = self.vexpr(y, mt)
+                    if xt != mt or yt != mt:
+                        continue
+                    (xl, xh), (yl, yh) = self._range(xc, mt), self._range(yc, mt)
+                    # in a lane where m is all ones, x & ~m = 0 and y & m = y; where m = 0, x.
+                    # (looked up again: the operands' codes were noted since)
+                    sel = self.selectors.get(mc)
+                    if sel is None or xl < 0 or yl < 0:
+                        continue
+                    return self._note(f"np.where({sel}, {yc}, {xc})", (min(xl, yl), max(xh, yh))), mt
+        return None
 
     def _binary(self, e: A.Binary, want):
         op = e.op
@@ -498,13 +581,22 @@ class _LaneGen:
             if not isinstance(v, int) or v < 0:
                 raise _NoLanes("shift by a non-constant")
             self._scalar(e.r)       # type check and read tracking
+            lo, hi = self._range(lc, lt)
             if op == "<<":
-                return (f"({lc} * 0)" if v >= lt.width else self._wrap(f"{lc} << {v}", lt)), lt
+                if v >= lt.width:
+                    return self._note(f"({lc} * 0)", (0, 0)), lt
+                return self._wrap(f"{lc} << {v}", lt, (lo << v, hi << v)), lt
             if v >= lt.width:
-                return ((f"({lc} >> {lt.width - 1})" if lt.signed else f"({lc} * 0)"), lt)
-            return f"({lc} >> {v})", lt
+                if lt.signed:
+                    return self._note(f"({lc} >> {lt.width - 1})", (lo >> (lt.width - 1), hi >> (lt.width - 1))), lt
+                return self._note(f"({lc} * 0)", (0, 0)), lt
+            return self._note(f"({lc} >> {v})", (lo >> v, hi >> v)), lt
         if op not in ("+", "-", "*", "&", "|", "^", "|+|", "|-|"):
             raise _NoLanes(f"operator {op}")
+        if op == "|":
+            mux = self._mux(e, want)
+            if mux is not None:
+                return mux
         linv, rinv = self._invariant(e.l), self._invariant(e.r)
         if linv and not rinv:
             rc, rt = self.vexpr(e.r, want)
@@ -519,13 +611,59 @@ class _LaneGen:
         t = self._bits(lt)
         if rt != t:
             raise _NoLanes("operand types differ")
+        (l0, l1), (r0, r1) = self._range(lc, t), self._range(rc, t)
         if op in ("+", "-", "*"):
-            return self._wrap(f"{lc} {op} {rc}", t), t
+            if op == "+":
+                rng = (l0 + r0, l1 + r1)
+            elif op == "-":
+                rng = (l0 - r1, l1 - r0)
+            else:
+                ps = (l0 * r0, l0 * r1, l1 * r0, l1 * r1)
+                rng = (min(ps), max(ps))
+            code = self._wrap(f"{lc} {op} {rc}", t, rng)
+            if op == "-" and not t.signed and l0 == l1 == 0 and 0 <= r0 and r1 <= 1:
+                self.selectors[code] = rc       # 0 - o with o in {0, 1}: 0 or all ones
+            return code, t
         if op in ("&", "|", "^"):
-            return f"({lc} {op} {rc})", t
+            code = f"({lc} {op} {rc})"
+            if l0 < 0 or r0 < 0:
+                return self._note(code, _type_range(t)), t
+            if op == "&":
+                return self._note(code, (0, min(l1, r1))), t
+            return self._note(code, (0, (1 << max(l1, r1).bit_length()) - 1)), t
         lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
         raw = f"{lc} + {rc}" if op == "|+|" else f"{lc} - {rc}"
-        return f"np.clip({raw}, {lo}, {hi})", t
+        return self._note(f"np.clip({raw}, {lo}, {hi})", (lo, hi)), t
+
+
+def _type_range(t) -> tuple[int, int]:
+    """The values a lane of type ``t`` holds (int64's range for a type that is not ``Bits``)."""
+    if isinstance(t, Bits):
+        return (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
+    return (-(1 << 63), (1 << 63) - 1)
+
+
+def _canonical(v: int, t: Bits) -> int:
+    """``v`` as the lanes hold a ``t`` value (``bit<W>`` in [0, 2^W), ``int<W>`` sign-extended)."""
+    v &= t.mask
+    if t.signed and v >> (t.width - 1):
+        v -= 1 << t.width
+    return v
+
+
+def _lane_span(pt, pys: list) -> tuple[int, int] | None:
+    """``(lo, hi)`` when ``pys`` are fields lo..hi-1, in order, of a lane header (its fields are
+    one array, see ``header_classes.lane_header_dtype``), else None."""
+    if lane_header_dtype(pt) is None:     # lanes only run when vectorising, so it is an array
+        return None
+    order = [p for _, p, _ in pt.fields]
+    try:
+        lo = order.index(pys[0])
+    except ValueError:
+        return None
+    if order[lo:lo + len(pys)] != list(pys):
+        return None
+    return lo, lo + len(pys)
 
 
 def _debug(msg: str) -> None:

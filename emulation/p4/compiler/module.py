@@ -24,7 +24,8 @@ class ModuleMixin:
         for a in self.top_actions:
             self.gen_action(a, self.glob, body, [])
         for f in getattr(self, "top_functions", []):
-            self.ensure_function(f, self.glob)
+            if not f.decl.type_params:      # a generic one is compiled per call (its type arguments)
+                self.ensure_function(f, self.glob)
         for sym in list(self.glob.syms.values()):
             # extern objects instantiated at top level (shared by every control), e.g. a register
             if isinstance(sym, InstSym) and isinstance(sym.ty, ExternT) and sym.decl is not None:
@@ -39,11 +40,21 @@ class ModuleMixin:
             node = a.value
             if isinstance(node, A.Path):
                 s = self.glob.lookup(node.name)
-                if not isinstance(s, InstSym) or not isinstance(s.ty, BlockT):
-                    raise self.err(f"{node.name} is not a parser or control instance", node)
+                if isinstance(s, InstSym) and isinstance(s.ty, BlockT) and isinstance(s.ty.decl, A.PackageDecl):
+                    raise self.err(f"{node.name} is a package instance: a package passed to another package "
+                                   f"({pkg.decl.name}) is not supported; main must be the architecture's "
+                                   f"package of parsers and controls", node)
+                if not isinstance(s, InstSym) or not isinstance(s.ty, BlockT) or \
+                        not isinstance(s.ty.decl, (A.ControlDecl, A.ParserDecl)):
+                    raise self.err(f"{node.name} is not a parser or control instance (argument {p.name} of "
+                                   f"{pkg.decl.name})", node)
                 d, path, cargs = s.ty.decl, s.full, s.decl.args
             elif isinstance(node, A.CtorCall):
                 s = self.glob.lookup(node.tname)
+                if isinstance(s, TypeSym) and isinstance(s.ty, A.PackageDecl):
+                    raise self.err(f"{node.tname}(...) is a package: a package passed to another package "
+                                   f"({pkg.decl.name}) is not supported; main must be the architecture's "
+                                   f"package of parsers and controls", node)
                 if not isinstance(s, TypeSym) or not isinstance(s.ty, (A.ControlDecl, A.ParserDecl)):
                     raise self.err(f"{node.tname} is not a parser or control declaration", node)
                 d, path, cargs = s.ty, node.tname, node.args
@@ -63,6 +74,8 @@ class ModuleMixin:
         with src.block("def build(RT, REG):"):
             for line in self.hooks.prelude:
                 src(line)
+            if self.trace:
+                src("TR = RT.tracer")
             src.lines.extend(self.consts_code.lines and ["    " + ln for ln in self.consts_code.lines])
             src.lines.extend(body.lines)
             for fo in self._fn_sink:
@@ -71,4 +84,5 @@ class ModuleMixin:
                 src.lines.extend(fo.lines)
             src.lines.extend(calls.lines)
             src(f"return {{{', '.join(f'{n!r}: {py}' for n, _, py in blocks)}}}")
+        self.check_blocks_main_skips()
         return src.text(), blocks

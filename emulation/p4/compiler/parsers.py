@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import P4Unsupported
-from ..types import Bits, BoolT, ExternT, Ty, ValueSetT, VoidT
+from ..types import BoolT, ExternT, StructT, Ty, ValueSetT, VoidT
 from .source_writer import Out
 from .symbols import FnCtx, InstSym, Scope
 
@@ -29,12 +29,18 @@ class ParsersMixin:
         self._declare_locals(d, path, inner, o, cells, resets)
         self._direct_invocations(d, path, inner, o)
         nl = f"nonlocal {', '.join(cells)}" if cells else None
-        states = {s.name: s for s in d.states}
-        if "start" not in states:
-            raise self.err(f"parser {d.name} has no start state", d)
+        states: dict = {}
+        for s in d.states:
+            if s.name in states:
+                raise self.err(f"{s.name}: duplicate state name (first at {states[s.name].loc})", s.name_loc or s)
+            states[s.name] = s
         for s in d.states:
             if s.name in ("accept", "reject"):
-                raise self.err(f"state {s.name} cannot be redefined", s)
+                raise self.err(f"{s.name}: parser state {s.name} is built in and cannot be implemented",
+                               s.name_loc or s)
+        if "start" not in states:
+            raise self.err(f"parser {d.name} has no start state", d)
+        self.check_parser_terminates(d, states)
         spy = {n: self.fresh("st_" + n) for n in states}
         for s in d.states:
             with o.block(f"def {spy[s.name]}():"):
@@ -42,6 +48,9 @@ class ParsersMixin:
                     o(nl)
                 fn = FnCtx("parser-state", VoidT(), [], pkt)
                 sc = Scope(inner)
+                if self.trace:
+                    o(f"TR.state({s.name!r})")
+                    self._trace_state = s.name
                 self.stmts(s.stmts, sc, o, fn)
                 self.gen_transition(s.transition, sc, o, spy)
         with self._apply_def(pys, nl, resets, o):
@@ -56,6 +65,36 @@ class ParsersMixin:
         o("return apply")
         o.ind -= 1
 
+    def check_parser_terminates(self, d: A.ParserDecl, states: dict) -> None:
+        """Refuse a parser that can never leave its states: no path from ``start`` reaches
+        ``accept`` or ``reject`` and no reachable state calls anything (a call such as
+        ``extract`` or ``verify`` can still end parsing with an error).  Such a parser loops
+        on every packet."""
+        seen, todo = set(), ["start"]
+        while todo:
+            n = todo.pop()
+            if n in ("accept", "reject"):
+                return
+            if n in seen or n not in states:
+                if n not in states and n not in seen:
+                    return      # an unknown state: reported with its location when generated
+                continue
+            seen.add(n)
+            st = states[n]
+            t = st.transition
+            if any(not isinstance(x, (A.Assign, A.VarDecl, A.ConstDecl, A.Empty)) for x in st.stmts):
+                return
+            if t.state is not None:
+                todo.append(t.state)
+                continue
+            if A.has_call(t.select):
+                return      # lookahead<T>() in the select can end parsing (PacketTooShort)
+            if not any(isinstance(c.keyset, A.KsDefault) or (isinstance(c.keyset, A.KsTuple) and all(
+                    isinstance(k, A.KsDefault) for k in c.keyset.items)) for c in t.cases):
+                return      # no case may match: parsing ends there
+            todo.extend(c.state for c in t.cases)
+        raise self.err(f"parser {d.name} never reaches accept or reject: its states from start loop forever", d)
+
     def _goto(self, name: str, spy: dict, node) -> str:
         if name == "accept":
             return "return None"
@@ -67,16 +106,19 @@ class ParsersMixin:
 
     def gen_transition(self, t: A.Transition, scope: Scope, o: Out, spy: dict) -> None:
         if t.state is not None:
+            if self.trace:
+                o(f"TR.no_switch({self._trace_state!r})")
             o(self._goto(t.state, spy, t))
             return
         keys = []
         for i, e in enumerate(t.select):
             c, ty = self.expr(e, scope)
-            if isinstance(ty, BoolT):
-                c, ty = f"int({c})", Bits(1)
             k = self.fresh("k")
             o(f"{k} = {c}")
             keys.append((k, ty, e))
+        if self.trace:
+            o(f"TR.select_key({self._trace_state!r}, "
+              f"({''.join(f'({k}, {self.trace_width(ty)}), ' for k, ty, _ in keys)}))")
         has_default = False
         for case in t.cases:
             ks = case.keyset
@@ -85,8 +127,14 @@ class ParsersMixin:
                 items = [ks] * len(keys)
             elif len(items) == 1 and len(keys) > 1 and isinstance(ks, A.ListExpr):
                 items = ks.items
-            if isinstance(ks, A.Path) and len(keys) > 1 and isinstance(scope.lookup(ks.name), InstSym):
-                raise P4Unsupported("a value set matching several select keys at once is not supported", ks.loc)
+            vs = scope.lookup(ks.name) if isinstance(ks, A.Path) else None
+            if isinstance(vs, InstSym) and isinstance(vs.ty, ValueSetT) and isinstance(vs.ty.elem, StructT):
+                with o.block(f"if {self.struct_value_set_cond(vs, keys, ks)}:"):
+                    o(self._goto(case.state, spy, case))
+                continue
+            if isinstance(ks, A.Path) and len(keys) > 1 and isinstance(vs, InstSym):
+                raise P4Unsupported("a value set of bit<W> matches one select key; use a value set of a "
+                                    "struct to match several", ks.loc)
             if len(items) != len(keys):
                 raise self.err(f"the select has {len(keys)} key(s), this case has {len(items)}", case)
             conds = []
@@ -105,6 +153,31 @@ class ParsersMixin:
             # the select with no transition, which BMv2 takes as accept (parser_error stays
             # NoError; checked with p4c 1.2.4.8 + BMv2 1.15.5, tests/p4/parser_select.stf)
             o("return None")
+
+    @staticmethod
+    def trace_width(ty: Ty) -> int:
+        """The width the trace prints a select key with (bool: 1; enums: their representation)."""
+        from ..types import BoolT
+        if isinstance(ty, BoolT):
+            return 1
+        w = getattr(ty, "width", None) or getattr(getattr(ty, "repr", None), "width", None)
+        return w if isinstance(w, int) else 32
+
+    def struct_value_set_cond(self, vs: InstSym, keys: list, node) -> str:
+        """``select(k1, k2) { vs: ... }`` with ``value_set<S>``: one key per field of S, matched
+        as the fields concatenated (first key in the most significant bits)."""
+        st = vs.ty.elem
+        if len(keys) != len(st.fields):
+            raise self.err(f"value set of {st} has {len(st.fields)} field(s), the select has {len(keys)} key(s)",
+                           node)
+        parts, shift = [], 0
+        for (k, kty, ke), (fname, _, fty) in reversed(list(zip(keys, st.fields))):
+            self.check_assignable(fty, kty, ke)
+            w = self.bit_width(fty, ke)
+            v = f"int({k})" if isinstance(fty, BoolT) else f"({k} & {(1 << w) - 1:#x})"
+            parts.append(f"({v} << {shift})" if shift else v)
+            shift += w
+        return f"{vs.py}.match({' | '.join(reversed(parts))})"
 
     def keyset_cond(self, k: str, kty: Ty, it: A.Expr, scope: Scope) -> str:
         if isinstance(it, A.KsDefault):

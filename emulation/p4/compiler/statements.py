@@ -1,7 +1,13 @@
 """Statements: assignment, calls, ``if``, ``switch``, loops, ``return``/``exit``, local declarations."""
 from __future__ import annotations
 
+import contextlib
+import copy
+import linecache
+import os
+
 from .. import nodes as A
+from ..errors import P4Error
 from ..types import ApplyResultT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, VoidT, is_composite
 from .source_writer import Out
 from .symbols import FnCtx, Scope, TableSym, Var
@@ -22,6 +28,8 @@ class StatementsMixin:
         self._lv_roots = []
         self.cur_loc = s.loc
         if isinstance(s, A.Assign):
+            if s.compound and A.has_call(s.lhs):
+                s, scope = self.hoist_compound_target(s, scope, out)
             # p4c (1.2.4.8) and BMv2: the right side and its copy-outs run first, then the
             # left side is evaluated (a run-time index sees what the call wrote)
             lc, lt, assign = self.lvalue(s.lhs, scope)
@@ -39,10 +47,12 @@ class StatementsMixin:
             cc, ct = self.expr(s.cond, scope)
             if not isinstance(ct, BoolT):
                 raise self.err(f"the condition of if must be bool, not {ct}", s.cond)
-            with out.block(f"if {cc}:"):
+            if self.trace:
+                cc = self.trace_condition(s, cc)
+            with out.block(f"if {cc}:"), self.in_branch(s, 0):
                 self.stmt_scoped(s.then, scope, out, fn)
             if s.orelse is not None:
-                with out.block("else:"):
+                with out.block("else:"), self.in_branch(s, 1):
                     self.stmt_scoped(s.orelse, scope, out, fn)
         elif isinstance(s, A.Block):
             self.stmts(s.stmts, Scope(scope), out, fn)
@@ -128,6 +138,30 @@ class StatementsMixin:
             return self._dynamic(e.obj, scope)
         return False
 
+    def trace_condition(self, s: A.If, cc: str) -> str:
+        """The condition ``cc`` wrapped in a call that traces it as BMv2 does:
+        ``file(line) Condition "source text" (node_N) is true``.  The text is the parenthesised
+        condition as written on the ``if`` line; node ids count this program's conditions."""
+        self._trace_nodes += 1
+        loc = s.loc
+        text = ""
+        if loc is not None and loc.file:
+            line = linecache.getline(loc.file, loc.line)
+            i = line.find("(", max(loc.col - 1, 0))
+            depth = 0
+            for j in range(max(i, 0), len(line) if i >= 0 else 0):
+                depth += {"(": 1, ")": -1}.get(line[j], 0)
+                if depth == 0:
+                    text = line[i + 1:j]
+                    break
+            else:
+                text = line[i + 1:] if i >= 0 else ""     # continues on the next line(s)
+        node = f"node_{self._trace_nodes}"
+        text = text.strip()
+        # BMv2 without source information prints the node's name in place of the text
+        where = f"{os.path.basename(loc.file)}({loc.line}) " if text else ""
+        return f"TR.condition({where!r}, {text or node!r}, {node!r}, {cc})"
+
     def stmt_scoped(self, s, scope, out, fn):
         if isinstance(s, A.Block):
             self.stmts(s.stmts, Scope(scope), out, fn)
@@ -154,8 +188,73 @@ class StatementsMixin:
         else:
             out(f"return ({', '.join(vals)},)")
 
+    @contextlib.contextmanager
+    def in_branch(self, stmt: A.Stmt, which: int):
+        """Code generated inside branch ``which`` of ``stmt`` (an if's then/else, a switch case):
+        ``self.branch_path`` tells whether two places can both run for one packet."""
+        self.branch_path.append((id(stmt), which))
+        try:
+            yield
+        finally:
+            self.branch_path.pop()
+
+    def hoist_compound_target(self, s: A.Assign, scope: Scope, out: Out):
+        """``a[f(x)].g op= e``: the target is evaluated once (p4c: SideEffectOrdering, then
+        RemoveOpAssign copies the target), so run-time indices that call something are computed
+        into temporaries first; returns the rewritten statement and the scope of the temporaries."""
+        inner = Scope(scope)
+
+        def hoist(x):
+            if isinstance(x, A.Index):
+                obj = hoist(x.obj)
+                idx = x.index
+                if A.has_call(idx):
+                    c, t = self.expr(idx, inner)
+                    tmp = self.fresh("ix")
+                    out(f"{tmp} = {c}")
+                    inner.syms[tmp] = Var(tmp, t)
+                    idx = A.Path(loc=idx.loc, name=tmp)
+                return A.Index(loc=x.loc, obj=obj, index=idx)
+            if isinstance(x, A.Member):
+                return A.Member(loc=x.loc, obj=hoist(x.obj), name=x.name)
+            if isinstance(x, A.Slice):
+                return A.Slice(loc=x.loc, obj=hoist(x.obj), hi=x.hi, lo=x.lo)
+            return x
+        lhs = hoist(s.lhs)
+        rhs = A.Binary(loc=s.rhs.loc, op=s.rhs.op, l=copy.deepcopy(lhs), r=s.rhs.r)
+        return A.Assign(loc=s.loc, lhs=lhs, rhs=rhs, compound=s.compound), inner
+
+    def check_switch_labels(self, s: A.Switch, scope) -> None:
+        """p4c's rules for switch labels (frontend type checking): no label after ``default``
+        (reported at the switch, as p4c does) and no label twice (at the duplicate)."""
+        seen_default = False
+        seen: dict = {}
+        for case in s.cases:
+            if case.label == "default":
+                if seen_default:
+                    raise self.err("switch label default follows 'default' label, which is not allowed", s)
+                seen_default = True
+                continue
+            name = self.key_name(case.label) if isinstance(case.label, A.Node) else str(case.label)
+            if seen_default:
+                raise self.err(f"switch label {name} follows 'default' label, which is not allowed", s)
+            if isinstance(case.label, A.Path) and isinstance(s.expr, A.Member) and s.expr.name == "action_run":
+                key = case.label.name
+            else:
+                try:
+                    key = self.const_eval(case.label, scope)
+                except P4Error:     # not a constant: the type check below reports it
+                    key = None
+                if key is None and isinstance(case.label, A.TypeMember):
+                    key = (case.label.tname, case.label.name)
+            if key is not None:
+                if key in seen:
+                    raise self.err(f"{name}: 'switch' label duplicates {seen[key]}", case.label)
+                seen[key] = name
+
     def gen_switch(self, s: A.Switch, scope, out: Out, fn: FnCtx):
         # switch on table.apply().action_run, or on a value
+        self.check_switch_labels(s, scope)
         if isinstance(s.expr, A.Member) and s.expr.name == "action_run":
             c, t = self.expr(s.expr, scope)
             if not isinstance(t, ApplyResultT):
@@ -183,7 +282,7 @@ class StatementsMixin:
                     cond = "True"
                 else:
                     cond = " or ".join(f"{tmp} == {i}" for i in pending)
-                with out.block(f"{'if' if first else 'elif'} {cond}:"):
+                with out.block(f"{'if' if first else 'elif'} {cond}:"), self.in_branch(s, id(case)):
                     self.stmts(case.body.stmts, Scope(scope), out, fn)
                 first = False
                 pending = []
@@ -205,7 +304,7 @@ class StatementsMixin:
             if case.body is None:
                 continue
             cond = "True" if None in pending else " or ".join(f"{tmp} == {x}" for x in pending)
-            with out.block(f"{'if' if first else 'elif'} {cond}:"):
+            with out.block(f"{'if' if first else 'elif'} {cond}:"), self.in_branch(s, id(case)):
                 self.stmts(case.body.stmts, Scope(scope), out, fn)
             first = False
             pending = []

@@ -55,6 +55,8 @@ class FuncSym:
     py: str
     ret: Ty = None
     params: list = field(default_factory=list)   # [(name, dir, Ty)]
+    type_args: dict = field(default_factory=dict)    # a generic function's specialisation: name -> Ty
+    specs: dict = field(default_factory=dict)        # a generic function: type arguments -> FuncSym
 
 
 @dataclass
@@ -78,7 +80,7 @@ class TableSym:
     py: str
     full: str
     actions: list = field(default_factory=list)  # [(ActionSym, ActionRef)]
-    applied: Any = None         # where it is applied (at most one call site per control)
+    applied: list = field(default_factory=list)     # [(loc, branch path)] of its apply calls
 
 
 class Scope:
@@ -120,6 +122,8 @@ class SymbolsMixin:
 
     def err(self, msg: str, node: Any) -> P4Error:
         loc = node.loc if isinstance(node, A.Node) else node if isinstance(node, Loc) else None
+        if loc is None or loc.line == 0:
+            loc = self.cur_loc     # never '<unknown>': the declaration being compiled
         return P4Error(msg, loc)
 
     def _check_redecl(self, name, d, scope):
@@ -128,6 +132,17 @@ class SymbolsMixin:
 
     def _pyname(self, name: str) -> str:
         return name if not keyword.iskeyword(name) else name + "_"
+
+    def claim_cp_name(self, kind: str, full: str, d: Any) -> None:
+        """Two different declarations of one kind (action, table) must not get the same
+        control-plane name (p4c: "conflicting control plane name", reported at the one that
+        comes later in the source)."""
+        prev = self.cp_decls.setdefault((kind, full), d)
+        if prev is d:
+            return
+        a, b = sorted((prev, d), key=lambda x: (x.loc.file, x.loc.line, x.loc.col))
+        raise self.err(f"{d.name}: conflicting control plane name: {full} (also the name of the {kind} "
+                       f"declared at {a.loc})", b)
 
     def cp_name(self, path: str, local: str, anns: dict) -> str:
         """The control-plane name of an object declared at ``path`` (p4c's rules for @name)."""

@@ -6,7 +6,7 @@ import re
 
 from .. import nodes as A
 from ..info import KeyInfoP, TableActionRef, TableInfo
-from ..types import Bits, BoolT, EnumT, ErrorT
+from ..types import Bits, BoolT, EnumT, ErrorT, HeaderT
 from .source_writer import Out
 from .symbols import ActionSym, FnCtx, InstSym, Scope, TableSym, Var
 
@@ -53,11 +53,41 @@ class TablesMixin:
             return f"{self.key_name(e.l)} {e.op} {self.key_name(e.r)}"
         return "key"
 
+    def check_key_nameable(self, e: A.Expr) -> None:
+        """p4c names a key without ``@name`` after its expression only when it is built from
+        names, members, indexing, constants, slices, ``&`` and ``isValid()`` (frontends/p4/
+        tableKeyNames); any other expression (a cast, ``+``, a call, ...) needs ``@name``.  The
+        error is at the innermost such expression, where p4c reports it."""
+        def walk(x) -> None:
+            if isinstance(x, (A.Path, A.IntLit)):
+                return
+            if isinstance(x, A.Member):
+                return walk(x.obj)
+            if isinstance(x, A.Index):
+                walk(x.obj)
+                return walk(x.index)
+            if isinstance(x, A.Slice):
+                walk(x.obj)
+                walk(x.hi)
+                return walk(x.lo)
+            if isinstance(x, A.Binary) and x.op == "&":
+                walk(x.l)
+                return walk(x.r)
+            if isinstance(x, A.Call) and isinstance(x.func, A.Member) and x.func.name == "isValid" and not x.args:
+                return walk(x.func.obj)
+            for sub in (getattr(x, "e", None), getattr(x, "l", None), getattr(x, "r", None)):
+                if isinstance(sub, A.Node):
+                    walk(sub)
+            raise self.err("complex key expression requires a @name annotation", x)
+        walk(e)
+
     def gen_table(self, t: TableSym, scope: Scope, o: Out, path: str) -> None:
         d = t.decl
         self.cur_loc = d.loc
+        self.claim_cp_name("table", t.full, d)
         keys = []
         kcodes = []
+        sel_codes = []      # (code, width, validity code or None) of the ``selector`` keys, hashed by the selector
         for ke in d.keys:
             c, ty = self.expr(ke.expr, scope)
             if isinstance(ty, BoolT):
@@ -72,14 +102,24 @@ class TablesMixin:
                 raise self.err(f"a table key must be bit<W>, int<W>, bool or a serializable enum, not {ty}", ke.expr)
             mk = ke.match_kind
             if mk == "selector":
-                # a selector key picks a member within a group; groups are not modelled (entries
-                # name their action directly), so it takes no part in the lookup
+                # a selector key takes no part in the match: the action selector hashes it to
+                # pick a member of a group (emulation/v1model/action_profiles.py)
                 if "implementation" not in d.props:
                     raise self.err("a selector key needs an action_selector implementation", ke)
+                # BMv2 builds the hash input as a field list: a field of an invalid header
+                # contributes no bits (calculations.cpp, BufBuilder)
+                valid = None
+                if isinstance(ke.expr, A.Member):
+                    oc, ot = self.expr(ke.expr.obj, scope)
+                    if isinstance(ot, HeaderT):
+                        valid = f"{oc}._valid"
+                sel_codes.append((c, ty.width, valid))
                 continue
             if mk not in ("exact", "lpm", "ternary", "range", "optional"):
                 raise self.err(f"unknown match kind {mk}", ke)
             nm = ke.annotations.get("name")
+            if not nm:
+                self.check_key_nameable(ke.expr)
             kname = nm[0].value.strip('"') if nm else self.key_name(ke.expr)
             keys.append(KeyInfoP(annotations=self.ann_text(ke.annotations), name=kname, match_kind=mk,
                                  width=ty.width))
@@ -124,10 +164,16 @@ class TablesMixin:
             fnode = e.func if isinstance(e, A.Call) else e
             if not isinstance(fnode, A.Path):
                 raise self.err("default_action must name an action", e)
-            s = scope.lookup(fnode.name)
+            s = (scope.root() if fnode.top else scope).lookup(fnode.name)
             match = [x for x, _ in acts if x is s]
+            if not match and any(r.name == fnode.name for _, r in acts):
+                # ``.b`` names the top-level action b, not a local b in the actions list
+                raise self.err(f".{fnode.name} and {fnode.name} refer to different actions (the default "
+                               f"action of table {d.name} must be one of its actions)", e)
             if not match:
                 raise self.err(f"default action {fnode.name} is not in the actions list of table {d.name}", e)
+            if any(x is s and "tableonly" in r.annotations for x, r in acts):
+                raise self.err(f"{fnode.name}: action marked with @tableonly used as the default action", e)
             dflt_name = s.full
             if isinstance(e, A.Call):
                 data = [p for p in s.decl.params if p.direction == ""]
@@ -160,17 +206,12 @@ class TablesMixin:
                     dc = s
                 else:
                     dm = s
+        impl = None         # the action profile/selector instance (InstSym) of an indirect table
         if "implementation" in d.props:
-            # action_profile / action_selector: members and groups are not modelled; the table
-            # takes direct entries (action + data) like any other, which is what its default
-            # action and the STF/Python control planes use
-            e = d.props["implementation"][0]
-            ok = isinstance(e, A.CtorCall) and e.tname in ("action_profile", "action_selector") or (
-                isinstance(e, A.Path) and isinstance(scope.lookup(e.name), InstSym)
-                and getattr(scope.lookup(e.name).ty, "decl", None) is not None
-                and scope.lookup(e.name).ty.decl.name in ("action_profile", "action_selector"))
-            if not ok:
-                raise self.err("implementation must be an action_profile or action_selector", e)
+            impl = self.table_implementation(d, t.full, scope, o)
+            if sel_codes and impl.ty.decl.name != "action_selector":
+                raise self.err("selector keys need an action_selector implementation",
+                               d.props["implementation"][0])
         tinfo = TableInfo(annotations=self.ann_text(d.annotations), name=t.full, keys=keys,
                           actions=[TableActionRef(annotations=self.ann_text(r.annotations), name=s.full,
                                                   default_only="defaultonly" in r.annotations,
@@ -179,7 +220,8 @@ class TablesMixin:
                           has_const_entries=bool(d.entries) and d.const_entries,
                           has_initial_entries=bool(d.entries), size=size,
                           support_timeout=_is_true(d.props.get("support_timeout")),
-                          direct_counter=dc.full if dc else None, direct_meter=dm.full if dm else None)
+                          direct_counter=dc.full if dc else None, direct_meter=dm.full if dm else None,
+                          implementation=impl.full if impl else None)
         self.info.tables.append(tinfo)
         for ei in self.info.externs:
             if dc is not None and ei.name == dc.full or dm is not None and ei.name == dm.full:
@@ -192,9 +234,10 @@ class TablesMixin:
                     if p.direction == ""]
             aa.append(f"ActionInfo({s.full!r}, {i}, {data!r}, {w}, {'defaultonly' in r.annotations}, "
                       f"{'tableonly' in r.annotations})")
-        o(f"{tpy} = Table({t.full!r}, [{ka}], [{', '.join(aa)}], ({dflt_name!r}, {dflt_args!r}), "
+        tcls, tprof = ("IndirectTable", f", profile={impl.py}") if impl else ("Table", "")
+        o(f"{tpy} = {tcls}({t.full!r}, [{ka}], [{', '.join(aa)}], ({dflt_name!r}, {dflt_args!r}), "
           f"const_default={const_dflt}, const_entries={bool(d.entries) and d.const_entries}, size={size}, "
-          f"direct_counter={dc.py if dc else None}, direct_meter={dm.py if dm else None})")
+          f"direct_counter={dc.py if dc else None}, direct_meter={dm.py if dm else None}{tprof})")
         o(f"REG.tables[{t.full!r}] = {tpy}")
         if d.entries:
             self.gen_entries(d, tpy, keys, acts, scope, o)
@@ -205,9 +248,36 @@ class TablesMixin:
         else:
             kexpr = "()"
         with o.block(f"def {t.py}():"):
-            o(f"r = {tpy}.lookup({kexpr})")
+            if self.trace:
+                o(f"_k = {kexpr}")
+                o(f"TR.table_lookup({tpy}, _k)")
+                kexpr = "_k"
+            if impl is not None:
+                sel = "".join(f"({c}, {w}), " if v is None else f"(({c}, {w}) if {v} else (0, 0)), "
+                              for c, w, v in sel_codes)
+                o(f"r = {tpy}.lookup_indirect({kexpr}, ({sel}))")
+            else:
+                o(f"r = {tpy}.lookup({kexpr})")
+            if self.trace:
+                o(f"TR.table_result({tpy}, r)")
             o("r[0](*r[1])")
             o("return r")
+
+    def table_implementation(self, d: A.TableDecl, table_full: str, scope: Scope, o: Out) -> InstSym:
+        """The ``implementation`` of a table: a named action_profile/action_selector instance, or
+        one constructed in the property (then named after the table, as p4c names it)."""
+        e = d.props["implementation"][0]
+        kinds = ("action_profile", "action_selector")
+        if isinstance(e, A.Path):
+            s = scope.lookup(e.name)
+            if isinstance(s, InstSym) and getattr(s.ty, "decl", None) is not None and s.ty.decl.name in kinds:
+                return s
+        elif isinstance(e, A.CtorCall) and e.tname in kinds:
+            ty = self.resolve_type(A.TName(loc=e.loc, name=e.tname), scope)
+            s = InstSym(self.fresh("x_" + d.name + "_impl"), ty, table_full, None, "extern", e.args)
+            self.hooks.extern_instance(self, s, e.args, o, scope)
+            return s
+        raise self.err("implementation must be an action_profile or action_selector", e)
 
     def const_action_data(self, params: list, args: list, scope: Scope, what: str) -> list[int]:
         """Compile-time values of action data arguments (default actions, const entries)."""
@@ -224,7 +294,57 @@ class TablesMixin:
             out.append(int(v) & ((1 << self.bit_width(pt, p)) - 1))
         return out
 
+    def check_entry_priorities(self, d: A.TableDecl, scope: Scope) -> None:
+        """p4c's rules for ``priority=`` in (non-const) ``entries`` (frontends/p4/entryPriorities):
+        priorities need a key that is not all exact/lpm, the first entry must then have one,
+        and the computed priorities (each entry without one gets the previous one minus
+        ``priority_delta``, or plus it with ``largest_priority_wins = false``) must not leave
+        the range of an unsigned 64-bit number."""
+        if d.const_entries or not d.entries:
+            return None     # priorities in const entries: refused as a BMv2 limit (bmv2_limits)
+        top = (1 << 64) - 1
+        largest = True
+        if "largest_priority_wins" in d.props:
+            v = self.const_eval(d.props["largest_priority_wins"][0], scope)
+            largest = bool(v) if v is not None else True
+        delta = 1
+        if "priority_delta" in d.props:
+            e = d.props["priority_delta"][0]
+            delta = self.const_int(e, scope, "priority_delta")
+            if not 0 <= delta <= top:
+                raise self.err("priority_delta must be a positive value", e)
+        given = [en for en in d.entries if en.priority is not None]
+        cur = 1
+        if not given:
+            if 1 + delta * len(d.entries) > top:
+                raise self.err(f"{d.name}: overflow in priority computation", d)
+            return None
+        if all(k.match_kind in ("exact", "lpm") for k in d.keys):
+            raise self.err("the key match types do not require priorities, but some entries specify one",
+                           d.key_loc or d)
+        prios = []
+        for i, en in enumerate(d.entries):
+            if en.priority is not None:
+                cur = self.const_int(en.priority, scope, "priority")
+                if cur < 0:
+                    raise self.err("a priority must be a positive value", en.priority)
+            elif i == 0:
+                raise self.err("the first entry must have a priority (later ones follow from it)", en)
+            prios.append(cur if largest else -cur)      # the tables here: a larger number wins
+            nxt = cur - delta if largest else cur + delta
+            if not 0 <= nxt <= top:
+                raise self.err(f"{d.name}: overflow in priority computation", d)
+            cur = nxt
+        return prios
+
     def gen_entries(self, d: A.TableDecl, tpy: str, keys: list, acts: list, scope: Scope, o: Out) -> None:
+        for en in d.entries:
+            # p4c resolves every name before it checks types: an unknown action comes first
+            if not isinstance(scope.lookup(en.action.name), ActionSym):
+                raise self.err(f"could not find declaration for {en.action.name} (an action)", en.action)
+        if not d.keys:
+            raise self.err(f"entries cannot be specified for a table with no key ({d.name})", d.name_loc or d)
+        derived = self.check_entry_priorities(d, scope)
         n = len(d.entries)
         explicit = any(en.priority is not None or "priority" in en.annotations for en in d.entries)
         annotated = any("priority" in en.annotations for en in d.entries)
@@ -243,12 +363,17 @@ class TablesMixin:
             s = scope.lookup(en.action.name)
             if not any(x is s for x, _ in acts):
                 raise self.err(f"{en.action.name} is not an action of table {d.name}", en)
+            if any(x is s and "defaultonly" in r.annotations for x, r in acts):
+                # p4c (type checking of entries): a @defaultonly action cannot be an entry's action
+                raise self.err(f"{en.action.name}: action marked with @defaultonly used in a table entry", en)
             data = [p for p in s.decl.params if p.direction == ""]
             if len(en.action.args) != len(data):
                 raise self.err(f"action {en.action.name} takes {len(data)} argument(s)", en)
             args = self.const_action_data(data, en.action.args, scope, "entry action")
             prio = None
-            if en.priority is not None:
+            if derived is not None:
+                prio = derived[i]
+            elif en.priority is not None:
                 prio = self.const_int(en.priority, scope, "priority")
             elif "priority" in en.annotations:
                 # the @priority annotation carries BMv2's convention (a smaller number wins);

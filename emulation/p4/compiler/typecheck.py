@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import nodes as A
-from ..types import (AnyT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, InfInt, StackT, StringT,
+from ..types import (AnyT, ArrayT, Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, InfInt, StackT, StringT,
                      StructT, TupleT, Ty, TypeVarT, VarBit, VoidT, same)
 from .symbols import Scope, TypeSym
 
@@ -58,9 +58,16 @@ class TypeCheckMixin:
             return BlockT(s.ty, type(s.ty).__name__, args)
         if isinstance(t, A.TStack):
             el = self.resolve_type(t.elem, scope)
-            if not isinstance(el, HeaderT):
-                raise self.err(f"header stacks need a header element type, not {el}", t)
-            return StackT(el, self.const_int(t.size, scope, "stack size"))
+            n = self.const_int(t.size, scope, "stack size")
+            if n < 0:
+                raise self.err(f"invalid array size {n}", t.size)
+            if isinstance(el, HeaderT):
+                return StackT(el, n)
+            if isinstance(el, (VoidT, VarBit, InfInt, StringT, ExternT, BlockT, AnyT)):
+                raise self.err(f"arrays of {el} are not allowed", t)
+            # an array of values (P4_16 spec 1.2.5, 8.18 generalised as in p4c): bit<8>[16], a
+            # struct or a header_union element, ...
+            return ArrayT(el, n)
         if isinstance(t, A.TTuple):
             return TupleT([self.resolve_type(a, scope) for a in t.args])
         raise self.err("unsupported type", t)

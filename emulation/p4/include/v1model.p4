@@ -59,10 +59,19 @@ enum MeterType {
     bytes
 }
 
+/* As p4c's v1model.p4: the index of counters, meters and registers is a type parameter
+ * from 20200408 on, bit<32> before. */
+#if V1MODEL_VERSION >= 20200408
 extern counter<I> {
     counter(bit<32> size, CounterType type);
     void count(in I index);
 }
+#else
+extern counter {
+    counter(bit<32> size, CounterType type);
+    void count(in bit<32> index);
+}
+#endif
 
 extern direct_counter {
     direct_counter(CounterType type);
@@ -73,22 +82,38 @@ extern direct_counter {
 #define V1MODEL_METER_COLOR_YELLOW 1
 #define V1MODEL_METER_COLOR_RED    2
 
+#if V1MODEL_VERSION >= 20200408
 extern meter<I> {
     meter(bit<32> size, MeterType type);
     void execute_meter<T>(in I index, out T result);
 }
+#else
+extern meter {
+    meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in bit<32> index, out T result);
+}
+#endif
 
 extern direct_meter<T> {
     direct_meter(MeterType type);
     void read(out T result);
 }
 
+#if V1MODEL_VERSION >= 20200408
 extern register<T, I> {
     register(bit<32> size);
     @noSideEffects
     void read(out T result, in I index);
     void write(in I index, in T value);
 }
+#else
+extern register<T> {
+    register(bit<32> size);
+    @noSideEffects
+    void read(out T result, in bit<32> index);
+    void write(in bit<32> index, in T value);
+}
+#endif
 
 extern action_profile {
     action_profile(bit<32> size);

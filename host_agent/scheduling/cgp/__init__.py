@@ -4,7 +4,10 @@
 * :mod:`.policy` -- staleness damping and the bounded-staleness gate of the server.
 * :mod:`.sim` -- discrete-event simulator for BSP / ASP / SSP / local SGD / LB-BSP / CGP with
   real numpy training.
-* :mod:`.torch_trainer` -- a real torch.distributed (gloo) CGP trainer with regrouping.
+* :mod:`.server` -- the parameter server's state: staleness gate and damped updates.
+* :mod:`.procs` / :mod:`.library` -- ``train_cgp(model_fn, dataset, ...)``: real processes (workers in
+  CPU-quota cgroups, the server as its own process), CGP / BSP / ASP / SSP.
+* :mod:`.train_cli` -- ``saatp train cgp``.
 """
 
 from .grouping import Grouping, predicted_staleness, segment_groups, straggler_flags

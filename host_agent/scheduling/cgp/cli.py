@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from dataclasses import asdict, replace
 
 import numpy as np
@@ -31,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--damping", default=None, choices=["none", "inverse", "sqrt", "excess"])
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
     p.add_argument("--torch", action="store_true",
-                   help="also run the real torch.distributed trainer (4 gloo CPU processes), CGP vs BSP")
+                   help="also run CGP vs BSP for real (saatp train cgp's library: 4 CPU-quota workers + a server)")
     p.add_argument("--json", default=None)
     p.add_argument("--plot", default=None, help="PNG: throughput, loss and accuracy curves")
 
@@ -106,31 +105,13 @@ def run(args) -> int:
     return 0
 
 
-def run_torch(straggler=3, move_to=1, move_at=60, phases=6, R=24, base_time=0.05) -> dict:
-    """CGP vs BSP on 4 gloo processes. Consistency checks are off here (they add an all-gather
-    per step); the test suite runs with them on."""
-    from .torch_trainer import TorchCGPConfig, launch
-    res = {}
-    with tempfile.TemporaryDirectory() as d:
-        for mode in ("cgp", "bsp"):
-            cfg = TorchCGPConfig(mode=mode, straggler=straggler, move_to=move_to, move_at=move_at,
-                                 phases=phases, R=R, base_time=base_time, check=False)
-            logs = launch(cfg, f"{d}/{mode}", hard_timeout=300)
-            l0 = logs[0]
-            res[mode] = {"wall": l0["wall"], "samples": l0["total_samples"],
-                         "throughput": l0["total_samples"] / l0["wall"], "loss": l0["loss"],
-                         "versions": l0["versions"], "groupings": l0["groupings"],
-                         "pushes": sum(l["pushes"] for l in logs), "ps_version": l0.get("ps_version"),
-                         "max_consistency_err": max((max(l["consistency"]) if l["consistency"] else 0.0)
-                                                    for l in logs)}
-    c, b = res["cgp"], res["bsp"]
-    res["speedup_throughput"] = c["throughput"] / b["throughput"]
-    target = max(b["loss"][-1][2], c["loss"][-1][2]) * 1.02  # a loss both runs reach
-    def ttl(loss):
-        return next((t for t, v, l, a in loss if l <= target), float("inf"))
-    res["target_loss"] = target
-    res["ttl_cgp"], res["ttl_bsp"] = ttl(c["loss"]), ttl(b["loss"])
-    return res
+def run_torch(duration: float = 10.0, target: float = 0.9) -> dict:
+    """CGP vs BSP with real compute (the digits CNN), 4 workers with CPU quotas from the
+    generated trace and the parameter server as its own process (:mod:`.library`)."""
+    from .library import CGPConfig, compare, train_cgp
+    runs = {m: train_cgp("digits-cnn", "digits", CGPConfig(mode=m, duration_s=duration), target_acc=target)
+            for m in ("cgp", "bsp")}
+    return dict(runs=runs, target_acc=target, comparison=compare(runs, target))
 
 
 def print_report(out: dict) -> None:
@@ -156,20 +137,15 @@ def print_report(out: dict) -> None:
 def print_torch(r: dict) -> None:
     from rich.console import Console
     from rich.table import Table
-    t = Table(title="real torch.distributed run (4 gloo CPU processes, sleep straggler x3 that moves; "
-                    "wall time excludes process start-up)")
-    for c in ("mode", "wall s", "samples", "samples/s", "versions", "pushes", "PS version",
-              "max replica diff", f"t to loss {r['target_loss']:.3f}"):
+    t = Table(title=f"real run (saatp train cgp): digits CNN, 4 workers with CPU quotas, server process; "
+                    f"target accuracy {r['target_acc']}")
+    for c in ("mode", "samples/s", "final acc", "t to target", "max staleness", "groupings"):
         t.add_column(c, justify="right")
-    for m in ("cgp", "bsp"):
-        d = r[m]
-        t.add_row(m, f"{d['wall']:.2f}", f"{d['samples']:.0f}", f"{d['throughput']:.0f}", str(d["versions"]),
-                  str(d["pushes"]), str(d["ps_version"]), f"{d['max_consistency_err']:.1e}",
-                  f"{r['ttl_' + m]:.2f}")
-    con = Console(width=150)
-    con.print(t)
-    con.print(f"throughput speed-up of CGP over BSP: {r['speedup_throughput']:.2f}x; "
-              f"groupings: {[g['groups'] for g in r['cgp']['groupings']]}")
+    for m, d in r["runs"].items():
+        tt = d["time_to_target_s"]
+        t.add_row(m, f"{d.get('samples_per_s', 0):.0f}", f"{d['final_acc']:.3f}", "-" if tt is None else f"{tt:.1f} s",
+                  str(d["max_staleness"]), str([g["groups"] for g in d["groupings"]][:6]))
+    Console(width=150).print(t)
 
 
 def plot(out: dict, path: str) -> None:

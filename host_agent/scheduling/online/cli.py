@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
+from ..result_files import write_result_files
 from .lyapunov import METHODS, SCENARIOS, get_scenario, run_scenario
 
 
@@ -74,13 +74,7 @@ def run(args) -> int:
     prog = None if args.quiet else (lambda t: print(f"  slot {t}/{sc.slots}", file=sys.stderr))
     res = run_scenario(sc, methods=methods, progress=prog)
     print_report(res)
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(res, fh, indent=1)
-        print(f"wrote {args.json}")
-    if args.plot:
-        plot(res, args.plot)
-        print(f"wrote {args.plot}")
+    write_result_files(res, args.json, args.plot, plot)
     return 0
 
 

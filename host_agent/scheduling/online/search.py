@@ -241,6 +241,15 @@ class TentativeSearch:
         if kind == "pipeline":
             g = self.m.uniform_group(view, sorted(devs), float(self.m.B))
             return None if g is None else self.m.evaluate(view, [g], [self.m.B], kind)
+        if kind == "hetpipe":
+            # HetPipe-style (Park et al., USENIX ATC'20): virtual workers of about two devices
+            # each with balanced aggregate speed (LPT), each a pipeline with the min-bottleneck
+            # layer split, and the same minibatch for every virtual worker.
+            G = max(1, len(devs) // 2)
+            gps = [self.best_group(view, g, self.m.B / G) for g in _lpt(devs, view.speed, G)]
+            if any(g is None for g in gps):
+                return None
+            return self.m.evaluate(view, gps, round_shares(np.full(G, self.m.B / G), self.m.B), kind)
         raise ValueError(f"unknown baseline {kind!r}")
 
     def baseline_candidates(self, view: SlotView, kind: str, slot_key=None,

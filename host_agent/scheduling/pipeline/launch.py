@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -18,14 +17,9 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
+from ..rank_processes import free_port
 from .cgroups import CpuQuotas
 from .worker import StageConfig, config_dict, runs_of
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_config(cfg: StageConfig) -> None:

@@ -9,13 +9,14 @@ microbatches' losses divided by B equals the minibatch mean (what gradient accum
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 from torch import nn
+
+from ..fn_specs import load_fn
 
 
 @dataclass
@@ -132,12 +133,7 @@ def load_model(spec: str) -> ModelSpec:
         return BUILTIN[spec]
     if ":" not in spec:
         raise ValueError(f"unknown model {spec!r}: use {', '.join(BUILTIN)} or MODULE:FN")
-    mod, fn = spec.split(":", 1)
-    try:
-        obj = getattr(importlib.import_module(mod), fn)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"cannot load model {spec!r}: {e}") from e
-    got = obj()
+    got = load_fn(spec, "model")()
     if isinstance(got, ModelSpec):
         return got
     if isinstance(got, tuple) and len(got) == 3:

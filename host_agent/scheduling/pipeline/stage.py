@@ -12,6 +12,7 @@ optimizer once per iteration.
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Sequence
 
 import torch
@@ -47,19 +48,24 @@ def stage_shapes(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[in
 def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[Sequence[int]],
                   orders_all: Sequence[Sequence[tuple[str, int]]], B: int, x: torch.Tensor | None,
                   y: torch.Tensor | None, loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-                  shapes: Sequence[tuple[int, ...]]) -> float:
+                  shapes: Sequence[tuple[int, ...]], peers: Sequence[int] | None = None,
+                  clock: list[float] | None = None) -> float:
     """Run stage ``rank``'s ops of the plan (every stage's rows and orders: a stage posts its
     receives from what its neighbours will send); returns the summed loss on the last stage
     (0.0 elsewhere). ``x`` is needed on stage 0, ``y`` on the last stage; ``shapes[s]`` is
-    stage s's per-sample output shape."""
+    stage s's per-sample output shape. ``peers[s]`` is the torch.distributed rank of stage s
+    (default: rank s), so a pipeline may be a sub-chain of a larger world. ``clock[0]``, when
+    given, accumulates the seconds spent in this stage's forward and backward computations."""
     last = rank == world - 1
+    peers = list(range(world)) if peers is None else list(peers)
+    tick = time.perf_counter
     rows, order = rows_all[rank], orders_all[rank]
     starts = _starts(rows)
     if starts[-1] != B:
         raise ValueError(f"stage {rank}: microbatch sizes {list(rows)} do not sum to B={B}")
-    acts = Inbox(rank - 1, TAG_ACT, _messages(rows_all[rank - 1], orders_all[rank - 1], "F"),
+    acts = Inbox(peers[rank - 1], TAG_ACT, _messages(rows_all[rank - 1], orders_all[rank - 1], "F"),
                  shapes[rank - 1]) if rank > 0 else None
-    grads = Inbox(rank + 1, TAG_GRAD, _messages(rows_all[rank + 1], orders_all[rank + 1], "B"),
+    grads = Inbox(peers[rank + 1], TAG_GRAD, _messages(rows_all[rank + 1], orders_all[rank + 1], "B"),
                   shapes[rank]) if not last else None
     saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     pending: list = []
@@ -71,21 +77,29 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
                 inp = x[a:b]
             else:
                 inp = acts.take(a, b).requires_grad_()
+            t0 = tick() if clock is not None else 0.0  # compute only, not the wait for inputs
             out = module(inp)
             if last:
                 out = loss_sum(out, y[a:b]) / B
                 total += float(out.detach())
-            else:
-                pending += isend(out, a, rank + 1, TAG_ACT)
+            if clock is not None:
+                clock[0] += tick() - t0
+            if not last:
+                pending += isend(out, a, peers[rank + 1], TAG_ACT)
             saved[j] = (inp, out)
         elif kind == "B":
             inp, out = saved.pop(j)
+            t0 = tick() if clock is not None else 0.0
             if last:
                 out.backward()
             else:
-                out.backward(grads.take(a, b))
+                g = grads.take(a, b)
+                t0 = tick() if clock is not None else 0.0
+                out.backward(g)
+            if clock is not None:
+                clock[0] += tick() - t0
             if rank > 0:
-                pending += isend(inp.grad, a, rank - 1, TAG_GRAD)
+                pending += isend(inp.grad, a, peers[rank - 1], TAG_GRAD)
         else:
             raise ValueError(f"unknown op {kind!r}")
     if saved:

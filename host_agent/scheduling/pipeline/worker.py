@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.distributed as dist
 
+from ..rank_processes import rank_main
 from . import cgroups
 from .models import build_layers, cut, load_model
 from .stage import run_iteration, stage_shapes
@@ -125,16 +126,8 @@ def config_from_dict(d: dict) -> StageConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print("usage: python -m host_agent.scheduling.pipeline.worker CONFIG.json RANK", file=sys.stderr)
-        return 2
-    with open(args[0]) as f:
-        cfg = config_from_dict(json.load(f))
-    stage_main(cfg, int(args[1]))
-    return 0
+    return rank_main("host_agent.scheduling.pipeline.worker", lambda d, rank: stage_main(config_from_dict(d), rank),
+                     argv)
 
 
 if __name__ == "__main__":

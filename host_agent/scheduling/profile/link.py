@@ -18,8 +18,8 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
-from ..pipeline.launch import free_port
 from ..pipeline.wire import isend, recv
+from ..rank_processes import free_port
 
 TAG = 7
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from host_agent import wire
+from host_agent.constants import DEFAULT_K as K   # the lanes of p4src/saatp.p4 and of add_job
 from host_agent.allreduce import allreduce_float
 from emulation.harness import Impairments, Network, add_job, add_ring_job
 from host_agent.quantize import AdaptiveScale
@@ -15,8 +16,9 @@ from host_agent.quantize import AdaptiveScale
 from testsupport.int32_sums import exact, rand_qs
 
 T_S = 0.05
-ELEMS = 64 * 40 - 17        # 40 chunks, the last one partial
+ELEMS = K * 40 - 17         # 40 chunks, the last one partial
 POOL = 8                    # 2P = 16 < 40: slots are reused within an iteration
+KLOG2 = K.bit_length() - 1
 
 
 def make(saatp_program, n=4, mode="saatp", impair=None, pps=20000.0, **kw):
@@ -86,7 +88,7 @@ def test_saatp_beats_switchml_when_switch_bound(saatp_program):
     """Deterministic virtual time: the straggler's catch-up costs SA-ATP ~2 switch passes
     per chunk instead of n+1, so with a slow switch SA-ATP finishes first."""
     rng = np.random.default_rng(2)
-    qs = rand_qs(rng, 6, 64 * 200)
+    qs = rand_qs(rng, 6, K * 200)
     t = {}
     for mode in ("saatp", "switchml"):
         net, job = make(saatp_program, n=6, mode=mode, pps=5000.0)
@@ -207,7 +209,7 @@ def test_two_jobs_side_by_side(saatp_program):
     ca, cb = net.ctl.counters(1), net.ctl.counters(2)
     assert ca["detect"] == 1 and cb["detect"] == 0
     assert ca["violation"] == cb["violation"] == 0
-    assert cb["complete"] == -(-(ELEMS + 100) // 64)
+    assert cb["complete"] == -(-(ELEMS + 100) // K)
 
 
 def test_overflow_flagged_and_handled(saatp_program):
@@ -247,7 +249,7 @@ def test_straggler_with_saatp_float_allreduce(saatp_program):
 
 BAD_FRAMES = {
     "version": (lambda h: setattr(h, "version", 2), "version"),
-    "klog2": (lambda h: setattr(h, "klog2", 5), "klog2"),
+    "klog2": (lambda h: setattr(h, "klog2", KLOG2 - 1), "klog2"),
     "job": (lambda h: setattr(h, "job", 77), "job"),
     "slot": (lambda h: setattr(h, "slot", POOL), "slot"),
     "wid": (lambda h: setattr(h, "wid", 9), "wid"),
@@ -259,23 +261,23 @@ def test_malformed_and_foreign_packets_dropped_and_counted(saatp_program):
     net, job = make(saatp_program, n=3)
     ep = job.endpoints[0]
     tpl = ep.to_switch
-    vals = np.arange(64, dtype=np.int32)
+    vals = np.arange(K, dtype=np.int32)
     sent = {}
     for name, (mut, reason) in BAD_FRAMES.items():
         h = wire.Header(type=wire.DATA, job=0, wid=0, nworkers=3, iter=1, seq=0, bitmap=1,
-                        klog2=6)
+                        klog2=KLOG2)
         mut(h)
         h.flags |= wire.F_PAYLOAD
         net.inject(ep.port, tpl.frame(h.pack() + vals.astype(">i4").tobytes()))
         sent[reason] = sent.get(reason, 0) + 1
-    good = wire.pack(wire.Header(type=wire.DATA, job=0, wid=0, iter=1, klog2=6, bitmap=1), vals)
+    good = wire.pack(wire.Header(type=wire.DATA, job=0, wid=0, iter=1, klog2=KLOG2, bitmap=1), vals)
     # bad lengths: a truncated payload (parser error), trailing bytes, PAYLOAD flag missing
     fr = tpl.frame(good)
     net.inject(ep.port, fr[:-10])                  # IPv4/UDP lengths now lie: PacketTooShort
     trunc = wire.FrameTemplate(ep.mac, net.switch_mac, ep.ip, net.switch_ip).frame(good[:-8])
     net.inject(ep.port, trunc)                     # consistent lengths, payload too short
     net.inject(ep.port, tpl.frame(good + b"\0\0\0\0"))
-    hdr_only_data = wire.Header(type=wire.DATA, job=0, wid=0, iter=1, klog2=6).pack()
+    hdr_only_data = wire.Header(type=wire.DATA, job=0, wid=0, iter=1, klog2=KLOG2).pack()
     net.inject(ep.port, tpl.frame(hdr_only_data))
     # foreign traffic: garbage, ARP-like, UDP to an unknown host, short frames
     net.inject(ep.port, b"\xff" * 6 + b"\x02" * 6 + b"\x08\x06" + b"\0" * 28)
@@ -314,7 +316,7 @@ def test_trace_to_pcap_dissects(saatp_program, tmp_path):
     net, job = make(saatp_program, n=2)
     net.trace = []
     rng = np.random.default_rng(12)
-    check_iter(job, rand_qs(rng, 2, 64 * 3))
+    check_iter(job, rand_qs(rng, 2, K * 3))
     path = tmp_path / "saatp.pcap"
     assert net.write_pcap(str(path)) == len(net.trace) > 0
     cls = wire.scapy_layer()

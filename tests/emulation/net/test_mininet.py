@@ -1,6 +1,7 @@
 """Mininet runs with saatp switch (root only): connectivity, exact all-reduce sums, clean teardown."""
 import json
 import re
+import shutil
 
 import pytest
 
@@ -175,3 +176,43 @@ def test_refuses_to_start_over_existing_interfaces(tmp_path):
         assert s.leftovers() == [] and s.created["pids"] == []
     finally:
         subprocess.run(["ip", "link", "del", "zq7-eth9"], check=False)
+
+
+@pytest.mark.slow
+def test_compare_with_link_rate(tmp_path):
+    """`--compare --link-rate`: SA-ATP, SwitchML-like and ring on one shaped topology, one
+    table; the host-facing queues were really used (their high water above one packet), and
+    what they dropped is what the report counts."""
+    from emulation.net.runner import main
+    rc = main(["--compare", "--workers", "2", "--iters", "2", "--elements", "16384", "--link-rate", "400",
+               "--out", str(tmp_path)])
+    c = json.loads((tmp_path / "compare.json").read_text())
+    assert rc == 0, [r["problems"] for r in c["rows"]]
+    assert [r["workload"] for r in c["rows"]] == ["saatp", "switchml", "ring"]
+    assert all(r["ok"] for r in c["rows"])            # exact sums, whatever the queues dropped
+    assert (tmp_path / "compare.png").is_file() or c.get("plot") is None
+    for w in ("saatp", "switchml", "ring"):
+        r = json.loads((tmp_path / w / "results.json").read_text())
+        assert r["leftovers"] == [] and r["link_rate_pps"] == 400
+        ports = r["bottleneck"]["ports"]
+        assert set(ports) == {"s1:1", "s1:2"}
+        assert max(p["queue_high_water"] for p in ports.values()) > 1
+        q = r["switch_stats"]["s1"]["queues"]["ports"]
+        assert all(q[p]["queues"]["0"]["rate"] == 400 for p in ("1", "2"))
+        assert all(q[p]["enqueued"] == q[p]["dequeued"] for p in ("1", "2"))   # every queued frame left
+        assert r["bottleneck"]["queue_drops"] == sum(q[p]["tail_drops"] for p in ("1", "2"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("simple_switch_grpc", "p4c-bm2-ss", "simple_switch_CLI")),
+                    reason="needs BMv2 (simple_switch_grpc, simple_switch_CLI) and p4c-bm2-ss on PATH")
+def test_bmv2_saatp_compiled_with_p4c(tmp_path):
+    """`--switch bmv2`: p4src/saatp.p4 compiled by p4c-bm2-ss, run by simple_switch_grpc, shaped
+    through simple_switch_CLI; exact sums and a clean teardown."""
+    from emulation.net.runner import main
+    rc = main(["--switch", "bmv2", "--workers", "2", "--workload", "saatp", "--iters", "2", "--elements", "4096",
+               "--link-rate", "5000", "--out", str(tmp_path), "--no-plot"])
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert rc == 0, r.get("problems")
+    assert (tmp_path / "build" / "saatp.json").is_file() and r["leftovers"] == []
+    assert all(all(i["exact"] for i in a["result"]["iters"]) for a in r["agents"].values())

@@ -7,32 +7,10 @@ import sys
 
 import pytest
 from testsupport.p4paths import REPO as ROOT
+from testsupport.v1model_skeleton import SKELETON, v1model_program as prog
 
 from emulation.p4.errors import P4Error
 from emulation.v1model.load import compile_source, load_program, load_switch, switch_from_source
-
-SKELETON = """
-#include <core.p4>
-#include <v1model.p4>
-header h_t { bit<8> a; bit<8> b; }
-struct headers { h_t h; }
-struct meta_t { }
-parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    state start { pkt.extract(hdr.h); transition accept; }
-}
-control VC(inout headers hdr, inout meta_t m) { apply { } }
-control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
-    BODY
-}
-control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
-control C(inout headers hdr, inout meta_t m) { apply { } }
-control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
-V1Switch(P(), VC(), I(), E(), C(), D()) main;
-"""
-
-
-def prog(body: str) -> str:
-    return SKELETON.replace("BODY", body)
 
 
 def test_error_in_an_included_file_points_into_that_file(tmp_path):

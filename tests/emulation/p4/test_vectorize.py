@@ -66,10 +66,16 @@ def lane_programs(draw):
     reduce_op = draw(st.sampled_from([None, "|", "&", "^"]))
     if reduce_op and assigned:
         body.append(f"meta.acc = meta.acc {reduce_op} {assigned[0]};")
+    return _lane_program(t, k, size, body, const(), const()), k, w, size, any("{k}" in b for b in body)
+
+
+def _lane_program(t: str, k: int, size: int, body: list, a0: str, b0: str) -> str:
+    """The test program: ``body`` (``{k}`` = the lane) repeated for K lanes in an action of
+    ingress that runs when ``hdr.ctl.flag`` is set; locals ``a``, ``b`` start at ``a0``, ``b0``."""
     lanes = "\n".join("            " + s.replace("{k}", str(i)) for i in range(k) for s in body)
     fields = "\n".join(f"    {t} v{i};" for i in range(k))
     regs = "\n".join(f"    register<{t}>({size}) r{i};" for i in range(k))
-    src = f"""
+    return f"""
 #include <core.p4>
 #include <v1model.p4>
 header eth_t {{ bit<48> d; bit<48> s; bit<16> t; }}
@@ -88,8 +94,8 @@ control VC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
 {regs}
     action lanes() {{
-        {t} a = {const()};
-        {t} b = {const()};
+        {t} a = {a0};
+        {t} b = {b0};
         meta.acc = hdr.res.acc;
         if (hdr.ctl.flag != 0) {{
 {lanes}
@@ -105,7 +111,6 @@ control CC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
 control D(packet_out pkt, in headers_t hdr) {{ apply {{ pkt.emit(hdr); }} }}
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
-    return src, k, w, size, any("{k}" in b for b in body)
 
 
 def _switches(ast, filename):
@@ -144,6 +149,49 @@ def test_random_lane_programs_match_scalar(prog, rnd):
         flag = rnd.choice([0, 1, 1, 1])
         eth = bytes(12) + b"\x88\xb5"
         frames.append((0, eth + idx.to_bytes(4, "big") + bytes([flag]) + rnd.randbytes(nbytes)))
+    _same_run(s1, s2, frames)
+
+
+@st.composite
+def select_programs(draw):
+    """Lanes of a saturating add written as saatp.p4 writes it: a branchless select
+    ``(s & ~(0 - o)) | (y & (0 - o))`` that the lane code turns into ``np.where`` when ``o``
+    is 0/1 -- and near misses that must stay as they are (``o`` up to 3, a non-zero minuend,
+    signed types), in every operand order."""
+    w = draw(st.sampled_from([8, 16, 32]))
+    signed = draw(st.booleans())
+    t = f"{'int' if signed else 'bit'}<{w}>"
+    k = draw(st.integers(4, 6))
+    size = draw(st.integers(1, 8))
+    sh = draw(st.sampled_from([w - 1, w - 1, w - 2]))
+    z = draw(st.sampled_from(["0", "0", "0", "1"]))
+    m = f"({w}{'s' if signed else 'w'}{z} - o)"
+    y = draw(st.sampled_from([f"({(1 << (w - 1)) - 1} + (a >> {sh}))", "hdr.pay.v{k}", "b"]))
+    left = draw(st.sampled_from([f"(s & ~{m})", f"(~{m} & s)"]))
+    right = draw(st.sampled_from([f"({y} & {m})", f"({m} & {y})"]))
+    sel = f"{left} | {right}" if draw(st.booleans()) else f"{right} | {left}"
+    body = ["r{k}.read(a, hdr.ctl.idx);", "s = a + hdr.pay.v{k};",
+            f"o = ((a ^ s) & (hdr.pay.v{{k}} ^ s)) >> {sh};", f"s = {sel};",
+            "r{k}.write(hdr.ctl.idx, s);", "hdr.pay.v{k} = s;", "meta.acc = meta.acc | o;"]
+    src = _lane_program(t, k, size, body, "0", f"{w}{'s' if signed else 'w'}3")
+    src = src.replace("        {t} b =".format(t=t), f"        {t} s = 0;\n        {t} o = 0;\n        {t} b =", 1)
+    return src, k, w, size, signed, sh == w - 1 and z == "0"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(select_programs(), st.randoms(use_true_random=False))
+def test_select_idiom_matches_scalar(prog, rnd):
+    src, k, w, size, signed, selector = prog
+    s1, s2, vsrc = _switches(parse_source(src, "<select>"), "<select>")
+    assert "X.bank_registers" in vsrc
+    assert ("np.where(" in vsrc) == (selector and not signed)
+    nbytes = (k * w) // 8 + 3 * w // 8
+    frames = []
+    for _ in range(30):     # extreme values make the adds overflow often
+        vals = b"".join(rnd.choice([0, 1, (1 << (w - 1)) - 1, 1 << (w - 1), (1 << w) - 1,
+                                    rnd.randrange(1 << w)]).to_bytes(w // 8, "big") for _ in range(k + 3))
+        eth = bytes(12) + b"\x88\xb5"
+        frames.append((0, eth + rnd.randrange(2 * size + 2).to_bytes(4, "big") + b"\x01" + vals[:nbytes]))
     _same_run(s1, s2, frames)
 
 

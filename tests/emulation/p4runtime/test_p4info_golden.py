@@ -29,7 +29,9 @@ def test_the_golden_set_is_complete():
 
 @pytest.mark.parametrize("program", CASES)
 def test_p4info_equals_p4c(program):
-    ours = p4info_from_program(compile_file(GOLDEN / program))
+    # P4Info is what p4c writes; a limit of BMv2 *loading* p4c's output (e.g. a negative select
+    # case on a signed key, parser_counter.p4) does not stop p4c from writing it
+    ours = p4info_from_program(compile_file(GOLDEN / program, allow_target_extensions=True))
     theirs = read_p4info(GOLDEN / f"{program}.p4info.txtpb")
     # compare as text, so a failure shows the first differing line
     assert text_format.MessageToString(ours) == text_format.MessageToString(theirs)

@@ -134,7 +134,10 @@ def test_switch_process_over_udp_tunnels_without_root(tmp_path):
         proc.terminate()
         out, err = proc.communicate(timeout=20)
         assert proc.returncode == 0, err
-        assert "port 1 in:" in out and "port 2 out:" in out                # --log-console trace
+        # --log-console: BMv2-style per-packet lines (emulation/v1model/trace.py)
+        assert "[bmv2] [D]" in out and "Processing packet received on port 1" in out
+        assert "Applying table 'MyIngress.ipv4_lpm'" in out and "hit with handle" in out
+        assert "out of port 2" in out
         assert [f for _, f in read_pcap(tmp_path / f"udp{sw1}_in.pcap")] == sent
         assert [f for _, f in read_pcap(tmp_path / f"udp{sw2}_out.pcap")] == got
     finally:

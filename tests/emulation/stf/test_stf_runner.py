@@ -24,6 +24,7 @@ from emulation.stf.runner import (StfResult, apply_commands, compare_packet, mai
 from emulation.v1model.load import load_switch
 from emulation.v1model.tables import ActionInfo, KeyInfo, Table
 from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
+from testsupport.crc_reference import crc16_arc
 
 # ---------------------------------------------------------------- the fake switch
 ACTIONS = {
@@ -551,6 +552,51 @@ def test_key_name_variants():
     assert ms[1] == {"hdr.ipv4.isValid()": Exact(0), "hdr.ipv4.ttl": Optional_(None)}
 
 
+def test_key_names_p4c_derives_for_validity():
+    """p4c's runner (bmv2stf.py, TableKeyInstance.set) also tries NAME$, NAME.$valid$ and
+    X.valid -> X.$valid$ against key names; p4c's P4_14 converter names a validity key
+    ``data.$valid$`` (p4c's exact_match_valid1.stf writes ``data:1``, tmvalid.stf
+    ``data.$valid:0b1``)."""
+    info = ProgramInfo()
+    info.tables.append(TableInfo(name="ingress.test1", keys=[
+        KeyInfoP(name="data.$valid$", match_kind="exact", width=1),
+        KeyInfoP(name="data2.$valid$", match_kind="exact", width=1),
+        KeyInfoP(name="data.f1", match_kind="exact", width=32)]))
+    ti = info.tables[0]
+    resolve = stf_runner._resolve_key
+    assert resolve(ti, "data").name == "data.$valid$"            # NAME.$valid$
+    assert resolve(ti, "data2").name == "data2.$valid$"
+    assert resolve(ti, "data.$valid").name == "data.$valid$"     # NAME$
+    assert resolve(ti, "data2.valid").name == "data2.$valid$"    # X.valid
+    assert resolve(ti, "f1").name == "data.f1"                   # a unique .suffix
+    with pytest.raises(ValueError, match="no key 'data3'"):
+        resolve(ti, "data3")
+    with pytest.raises(ValueError, match="ambiguous"):
+        resolve(ti, "$valid$")            # both validity keys end with .$valid$
+    one = TableInfo(name="t", keys=[KeyInfoP(name="hdr.h.$valid$", match_kind="exact", width=1)])
+    assert resolve(one, "valid").name == "hdr.h.$valid$"          # a lone 'valid'
+
+
+def test_byte_count_off_by_an_fcs_is_explained():
+    """Some STF files count 4 bytes of Ethernet FCS a packet (p4c's p4_14_samples/counter3.stf);
+    BMv2 counts packets as received, and p4c's BMv2 runner ignores check_counter."""
+    p = eth(1).hex()
+    res, _ = run(f"""
+        add dmac dstAddr:1 forward(port:1) = E1
+        packet 5 {p}
+        packet 5 {p}
+        expect 1 {p}
+        expect 1 {p}
+        check_counter dmac_ctr($E1) bytes == 36
+        check_counter dmac_ctr($E1) bytes == 30
+        """)
+    assert not res.ok
+    fcs = [m for m in res.messages if "4-byte FCS" in m]
+    assert len(fcs) == 1 and fcs[0].startswith("t.stf:7: counter dmac_ctr($E1) bytes is 28, expected == 36")
+    assert any(m.startswith("t.stf:8: counter dmac_ctr($E1) bytes is 28, expected == 30") and "FCS" not in m
+               for m in res.messages)
+
+
 # ---------------------------------------------------------------- main() exit codes
 def test_main_exit_codes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(stf_runner, "load_switch", lambda *a, **k: FakeSwitch())
@@ -709,14 +755,14 @@ register_read last_src 0 0x0a000001
 check_counter port_ctr(0) packets == 2
 check_counter port_ctr(3) bytes == {len(pin)}
 """)
-    assert main([str(l3_program), str(stf)]) == 0, capsys.readouterr().out
+    assert main([str(l3_program), str(stf), "--lenient"]) == 0, capsys.readouterr().out
     # the same test with a wrong TTL in the expectation fails, naming the byte
     bad = tmp_path / "bad.stf"
     wrong = bytearray(pout)
     wrong[22] = 64
     bad.write_text(f"add ipv4_lpm dstAddr:10.1.0.0/16 ipv4_forward(dstAddr:0x000000000102, port:2)\n"
                    f"packet 0 {pin.hex()}\nexpect 2 {wrong.hex()}\n")
-    assert main([str(l3_program), str(bad)]) == 1
+    assert main([str(l3_program), str(bad), "--lenient"]) == 1
     out = capsys.readouterr().out
     assert "port 2, packet #1" in out and "differs at byte 22" in out
 
@@ -736,7 +782,7 @@ expect 4 {pin.hex()} $
 expect 1 {pin.hex()} $
 expect 2 {pin.hex()} $
 """)
-    res = run_stf(str(l3_program), str(stf))
+    res = run_stf(str(l3_program), str(stf), lenient=True)
     assert res.ok, res.messages
     assert res.counts["packets_out"] == 3
 
@@ -795,16 +841,6 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
-def _crc16_arc_ref(data: bytes) -> int:
-    # bit-at-a-time CRC-16/ARC (reflected poly 0xA001), independent of hashes.py
-    crc = 0
-    for byte in data:
-        crc ^= byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
-
-
 def _hash_packet_out(a: int, b: int, tag: int = 0) -> bytes:
     import struct
     import zlib
@@ -814,7 +850,7 @@ def _hash_packet_out(a: int, b: int, tag: int = 0) -> bytes:
     s = sum(words)
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
-    return ab + struct.pack("!HIHHHB", _crc16_arc_ref(ab), zlib.crc32(ab), (a & 0xFFF) << 4, x16,
+    return ab + struct.pack("!HIHHHB", crc16_arc(ab), zlib.crc32(ab), (a & 0xFFF) << 4, x16,
                             ~s & 0xFFFF, tag)
 
 
@@ -841,7 +877,7 @@ check_counter dc($EXACT) packets == 1
 check_counter dc($WIDE) packets == 1
 check_counter dc($WIDE) bytes == 21
 """)
-    res = run_stf(str(prog), str(stf))
+    res = run_stf(str(prog), str(stf), lenient=True)
     assert res.ok, "\n".join(res.messages)
     assert res.counts["packets_out"] == 4 and res.counts["checks"] == 3
     # a wrong expected hash is caught at the right byte: r16 starts at byte 8
@@ -849,7 +885,7 @@ check_counter dc($WIDE) bytes == 21
     wrong = bytearray(_hash_packet_out(0x7, 0x1234ABCD))
     wrong[8] ^= 0x01
     bad.write_text(f"packet 0 {pkt(0x7, 0x1234ABCD)}\nexpect 1 {wrong.hex()}\n")
-    res = run_stf(str(prog), str(bad))
+    res = run_stf(str(prog), str(bad), lenient=True)
     assert not res.ok and any("differs at byte 8" in m for m in res.messages)
 
 
@@ -872,7 +908,7 @@ remove all
 packet 1 {pin.hex()}
 expect 5 {pout.hex()}
 """)
-    res = run_stf(str(l3_program), str(stf))
+    res = run_stf(str(l3_program), str(stf), lenient=True)
     assert res.ok, "\n".join(res.messages)
     assert res.counts["checks"] == 4
     # apply_commands on a real switch: control plane only, failed checks returned

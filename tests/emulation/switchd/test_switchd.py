@@ -16,6 +16,7 @@ from host_agent.p4runtime.client import P4RuntimeClient
 from testsupport import paths
 from host_agent.channels import ImpairedPort, Impairment, PcapTap, PcapWriter, UdpTunnelPort, read_pcap
 from emulation.switchd import SwitchDaemon, UsageError, main, parse_args
+from emulation.testing.free_ports import free_tcp_port, free_udp_ports
 from emulation.v1model.hashes import csum16
 from host_agent.match import Lpm
 from emulation.v1model.load import load_switch
@@ -28,26 +29,6 @@ ROUTER = REPO / "tests" / "p4runtime" / "programs" / "router_cpu.p4"
 
 def router(cpu_port: int | None = None) -> Switch:
     return load_switch(str(ROUTER), cpu_port=cpu_port)
-
-
-def free_udp_ports(n: int) -> list[int]:
-    socks = []
-    for _ in range(n):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def free_tcp_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def ipv4_frame(dst_ip: bytes, src_ip: bytes, ttl: int = 64, payload: bytes = b"x" * 8,

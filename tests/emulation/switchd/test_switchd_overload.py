@@ -18,6 +18,7 @@ import time
 import pytest
 
 from emulation.switchd import SwitchDaemon, parse_args
+from emulation.testing.free_ports import free_tcp_port, free_udp_ports
 from emulation.v1model.hashes import csum16
 from emulation.v1model.load import load_switch
 from host_agent.channels import MemoryPort, UdpTunnelPort
@@ -44,16 +45,6 @@ def ipv4_frame(dst_ip: bytes, ttl: int = 64, payload: bytes = b"x" * 18) -> byte
 ROUTED = ipv4_frame(bytes([10, 0, 2, 7]))          # 10.0.2.0/24 -> port 2
 UNROUTED = ipv4_frame(bytes([10, 9, 9, 9]))        # no route: the table's default drop()
 NEXT_HOP = 0x020000000202
-
-
-def free_ports(kind: int, n: int) -> list[int]:
-    socks = [socket.socket(socket.AF_INET, kind) for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def routed_switch():
@@ -101,7 +92,7 @@ def test_memory_ports_batched_and_counted():
 
 
 def test_target_errors_are_counted_and_the_switch_goes_on():
-    p = free_ports(socket.SOCK_DGRAM, 4)
+    p = free_udp_ports(4)
     sw_ports = {1: UdpTunnelPort(p[0], "127.0.0.1", p[1]), 2: UdpTunnelPort(p[2], "127.0.0.1", p[3])}
     h1, h2 = UdpTunnelPort(p[1], "127.0.0.1", p[0]), UdpTunnelPort(p[3], "127.0.0.1", p[2])
 
@@ -146,8 +137,8 @@ def test_soak_flood_over_udp_tunnels_degrades_and_counts():
     """Flood port 1 far past the switch's rate for SOAK_SECONDS; the process keeps running,
     P4Runtime answers during and after, forwarding is still right, and
     offered = received + kernel overflow, received = forwarded + dropped by reason."""
-    s1, h1p, s2, h2p = free_ports(socket.SOCK_DGRAM, 4)
-    gport = free_ports(socket.SOCK_STREAM, 1)[0]
+    s1, h1p, s2, h2p = free_udp_ports(4)
+    gport = free_tcp_port()
     proc = subprocess.Popen([sys.executable, "-m", "emulation.switchd", str(ROUTER), "-L", "warn",
                              "-i", f"1@udp:{s1}:127.0.0.1:{h1p}", "-i", f"2@udp:{s2}:127.0.0.1:{h2p}",
                              "--stats-interval", "5", "--", "--grpc-server-addr", f"127.0.0.1:{gport}"],

@@ -249,7 +249,18 @@ def test_unknown_v1model_version_is_a_located_error():
     with pytest.raises(P4Error) as ei:
         compile_source(text, "prog.p4")
     assert "unknown V1MODEL_VERSION" in str(ei.value)
-    assert ei.value.loc.file.endswith("v1model.p4") and ei.value.loc.line > 0
+    # reported at the program's own #define (v1model.p4's #error names the macro)
+    assert (ei.value.loc.file, ei.value.loc.line, ei.value.loc.col) == ("prog.p4", 2, 9)
+
+
+def test_v1model_versions_declare_the_externs_as_p4c_does():
+    """20180101: counter/meter/register take a bit<32> index and register one type argument;
+    20200408: the index type is a type parameter (register<T, I>, counter<I>, meter<I>)."""
+    two_args = _program("        r.write(0, 1);", locals_="    register<bit<8>, bit<32>>(4) r;\n").replace(
+        "#include <core.p4>\n", "#include <core.p4>\n{define}")
+    with pytest.raises(P4Error, match="register takes 1 type argument"):
+        compile_source(two_args.replace("{define}", ""), "prog.p4")
+    compile_source(two_args.replace("{define}", "#define V1MODEL_VERSION 20200408\n"), "prog.p4")
 
 
 def test_switch_refuses_a_program_beyond_the_limits(capsys):

@@ -65,7 +65,7 @@ hdr_st = st.builds(
     job=st.integers(0, 255), wid=st.integers(0, 255), nworkers=st.integers(0, 255),
     helper=st.integers(0, 255), slot=st.integers(0, 0xFFFF), seq=st.integers(0, 2**32 - 1),
     iter=st.integers(0, 0xFFFF), nvalid=st.integers(0, 0xFFFF), bitmap=st.integers(0, 2**32 - 1),
-    strag=st.integers(0, 2**32 - 1), exp=st.integers(-128, 127), klog2=st.integers(0, 6),
+    strag=st.integers(0, 2**32 - 1), exp=st.integers(-128, 127), klog2=st.integers(0, layout.MAX_KLOG2),
     dst=st.integers(0, 255), rsv=st.integers(0, 255))
 
 
@@ -111,6 +111,45 @@ def test_frame_template_and_strip_agree_with_scapy():
     for bad in (fr[:40], fr[:12] + b"\x86\xdd" + fr[14:], fr[:14] + b"\x46" + fr[15:]):
         with pytest.raises(wire.WireError):
             wire.strip_frame(bad)
+    # the receivers' fast check takes and refuses the same frames
+    assert bytes(wire.udp_payload(fr, wire.SA_PORT)) == sa
+    assert wire.udp_payload(fr, wire.SA_PORT + 1) is None
+    for bad in (fr[:40], fr[:12] + b"\x86\xdd" + fr[14:], fr[:14] + b"\x46" + fr[15:],
+                fr[:23] + b"\x06" + fr[24:], fr[:-1]):
+        assert wire.udp_payload(bad, wire.SA_PORT) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 3000), klog2=st.integers(0, layout.MAX_KLOG2), pool=st.integers(1, 40),
+       flags=st.integers(0, 255), seed=st.integers(0, 2**31))
+def test_data_packets_are_the_packets_pack_makes(n, klog2, pool, flags, seed):
+    """All DATA packets of a vector at once (numpy) == header + payload per chunk (pack)."""
+    rng = np.random.default_rng(seed)
+    q = rng.integers(-2**31, 2**31, size=n, dtype=np.int64).astype(np.int32)
+    k = 1 << klog2
+    h = _hdr(type=wire.DATA, klog2=klog2, flags=flags | wire.F_PAYLOAD)
+    buf = np.full(10 + (-(-n // k)) * (wire.HDR_LEN + 4 * k), 0xAA, dtype=np.uint8)  # reused: dirty
+    rows = wire.data_packets(h, q, buf, pool, wire.F_SET)
+    assert rows.shape == (-(-n // k), wire.HDR_LEN + 4 * k)
+    for seq in range(rows.shape[0]):
+        nv = min(k, n - seq * k)
+        set_flag = wire.F_SET if (seq // pool) & 1 else 0
+        want = h.copy(seq=seq, slot=seq % pool, nvalid=nv, flags=(h.flags & ~wire.F_SET) | set_flag)
+        pad = np.zeros(k, np.int32)
+        pad[:nv] = q[seq * k:seq * k + nv]
+        assert rows[seq].tobytes() == wire.pack(want, pad), seq
+
+
+@pytest.mark.parametrize("klog2", [6, 8, layout.MAX_KLOG2])
+def test_scapy_dissects_every_k(klog2):
+    from scapy.layers.l2 import Ether
+    k = 1 << klog2
+    vals = np.arange(k, dtype=np.int32) - k // 2
+    tpl = wire.FrameTemplate("02:00:00:00:00:01", "02:00:00:00:00:fe", "10.0.0.1", "10.0.0.254")
+    p = Ether(tpl.frame(wire.pack(_hdr(klog2=klog2), vals)))
+    cls = wire.scapy_layer()
+    assert p.haslayer(cls)
+    np.testing.assert_array_equal(wire.from_scapy(p)[1], vals)
 
 
 def test_serial_newer_wraps():

@@ -10,6 +10,7 @@ import pytest
 from emulation.p4.frontend import parse_source
 from emulation.v1model.bmv2_limits import BMv2LimitError
 from emulation.v1model.load import compile_source
+from host_agent.constants import DEFAULT_K
 from host_agent.protocol import layout, p4gen, switch_counters
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -43,7 +44,7 @@ def test_sa_header_is_the_field_table():
 def test_payload_header_is_k_lanes():
     pay = _decl(committed(), "payload_t")
     lane = layout.PAYLOAD_LANE
-    assert _fields(pay) == [(f"{lane.name}{i}", "TBit", lane.bits) for i in range(64)]
+    assert _fields(pay) == [(f"{lane.name}{i}", "TBit", lane.bits) for i in range(DEFAULT_K)]
     hdrs = _decl(committed(), "headers_t")
     assert [(f.name, f.type.name) for f in hdrs.fields] == [
         ("ethernet", "ethernet_t"), ("ipv4", "ipv4_t"), ("udp", "udp_t"), ("sa", "sa_t"),

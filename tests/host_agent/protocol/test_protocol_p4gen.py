@@ -15,9 +15,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 SCRIPT = os.path.join(REPO, "scripts", "gen_saatp_p4.py")
 
 
-def test_committed_program_is_generated_for_k64():
+def test_committed_program_is_generated_for_the_default_k():
+    assert p4gen.DEFAULT_K == 256
     with open(os.path.join(REPO, "p4src", "saatp.p4")) as f:
-        assert f.read() == p4gen.generate(64), \
+        assert f.read() == p4gen.generate(p4gen.DEFAULT_K), \
             "p4src/saatp.p4 is stale: run scripts/gen_saatp_p4.py"
 
 

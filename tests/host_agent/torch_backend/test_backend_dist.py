@@ -142,6 +142,12 @@ def test_ddp_comm_hook_chains_on_the_work_future():
 
 
 # ------------------------------------------------------------------------------------------------
+def _setup_env(engine):
+    """Failure tests with short group timeouts, which also bound set-up: the switch gets the
+    K = 256 program (~2.5 s to compile) rather than the default K = 1024 one (~8 s)."""
+    return {"SAATP_ENGINE": engine, "SAATP_CHUNK": "256"}
+
+
 def _assert_survivors_raised(res, world, victim, timeout_s):
     assert res[victim][0] == "timeout"  # it was killed, so it never reported
     for r in range(world):
@@ -158,14 +164,14 @@ def _assert_survivors_raised(res, world, victim, timeout_s):
 # so its survivors fail at the group timeout (20 s here), which the bound below allows.
 @pytest.mark.parametrize("engine", ENGINES)
 def test_killed_rank_raises_on_survivors(engine):
-    res = W.launch("kill_rank", 2, timeout=200, env={"SAATP_ENGINE": engine}, victim=1, timeout_s=20.0)
+    res = W.launch("kill_rank", 2, timeout=200, env=_setup_env(engine), victim=1, timeout_s=20.0)
     _assert_survivors_raised(res, 2, 1, 20.0)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_killed_rank_raises_from_ddp_backward_on_every_survivor(engine):
-    res = W.launch("kill_rank", 4, timeout=300, env={"SAATP_ENGINE": engine}, victim=2, timeout_s=20.0,
+    res = W.launch("kill_rank", 4, timeout=300, env=_setup_env(engine), victim=2, timeout_s=20.0,
                    ddp=True)
     _assert_survivors_raised(res, 4, 2, 20.0)
 
@@ -177,7 +183,7 @@ def test_killed_rank_raises_from_ddp_backward_on_every_survivor(engine):
 def test_hung_rank_times_out_per_group_timeout(engine, timeout_s):
     """The group timeout also bounds set-up, so the switch variant (rank 0 starts the switch
     process during init) uses 10 s instead of 3 s."""
-    res = W.launch("hang_rank", 2, timeout=200, env={"SAATP_ENGINE": engine}, victim=1, timeout_s=timeout_s)
+    res = W.launch("hang_rank", 2, timeout=200, env=_setup_env(engine), victim=1, timeout_s=timeout_s)
     status, o = res[0]
     assert status == "ok", o
     assert o["raised"] and f"timed out after {timeout_s:.1f} s" in o["msg"]
@@ -238,4 +244,5 @@ def test_default_engine_from_a_built_wheel_in_a_fresh_venv(tmp_path):
     assert lines[0].startswith(str(env_dir)), f"host_agent was imported from {lines[0]}, not the new venv"
     assert lines[1] == "saatp [1.0, 1.0, 1.0]"
     assert lines[2].startswith("switch (SA-ATP job"), lines[2]
-    assert list((tmp_path / "cache" / "saatp" / "p4").glob("saatp_k64_*.p4")), "the program was not generated"
+    # the default K on the engine's own UDP tunnels: the widest SA-ATP packet (wire.MAX_LANES)
+    assert list((tmp_path / "cache" / "saatp" / "p4").glob("saatp_k1024_*.p4")), "the program was not generated"

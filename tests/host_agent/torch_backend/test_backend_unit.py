@@ -74,12 +74,13 @@ def test_options_env_and_precedence(monkeypatch):
     o = SAATPOptions(window=8).resolved()
     assert (o.chunk_size, o.window, o.straggler_ms, o.engine) == (128, 8, 20.0, "ring")
     monkeypatch.delenv("SAATP_CHUNK")
-    assert SAATPOptions().resolved().chunk_size == 64
+    assert SAATPOptions().resolved().chunk_size is None   # unset: the engine picks the widest K
 
 
 @pytest.mark.parametrize("kw, word", [
     (dict(engine="nccl"), "engine"),
     (dict(chunk_size=48), "power of two"),
+    (dict(chunk_size=2048), "power of two in 1..1024"),
     (dict(window=0), "window"),
     (dict(switch="nohost"), "host:port"),
     (dict(job_id=300), "job_id"),

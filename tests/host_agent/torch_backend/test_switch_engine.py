@@ -25,7 +25,7 @@ from torch._C import _distributed_c10d as c10d  # noqa: E402
 
 from host_agent import quantize as qz  # noqa: E402
 from testsupport.torch_ranks import run_ranks as _run_ranks  # noqa: E402
-from host_agent import constants  # noqa: E402
+from host_agent import constants, wire  # noqa: E402
 from host_agent.torch_backend import switch_job  # noqa: E402
 from testsupport import paths  # noqa: E402
 from host_agent.torch_backend import ProcessGroupSAATP, SAATPError, SAATPOptions  # noqa: E402
@@ -40,7 +40,13 @@ def run_ranks(world, fn, timeout=120.0):      # the switch engine's ranks get a 
     return _run_ranks(world, fn, timeout)
 
 
+# Tests about failures, set-up and sharing use K = 256 (the switch compiles that program in ~2.5 s);
+# the K = 1024 program the engine picks by default takes it ~8 s (test_sum_and_avg..., 8 ranks).
+SETUP_K = constants.DEFAULT_K
+
+
 def make_groups(world, timeout_s=30.0, **opts):
+    opts.setdefault("chunk_size", SETUP_K)
     store = dist.HashStore()
     o = SAATPOptions(engine="switch", log=0, **opts)
     return run_ranks(world, lambda r: ProcessGroupSAATP(
@@ -121,7 +127,7 @@ def _switch_counters(layout):
 
 def test_sum_and_avg_through_the_switch_within_the_bound():
     world, n = 2, 20_000
-    pgs = make_groups(world)
+    pgs = make_groups(world, timeout_s=60.0, chunk_size=None)   # the default K
     for pg in pgs:
         if isinstance(pg, BaseException):
             raise pg
@@ -129,6 +135,8 @@ def test_sum_and_avg_through_the_switch_within_the_bound():
     pid = layout["pid"]
     try:
         assert all(pg.engine.name == "switch" for pg in pgs)
+        # no chunk_size given: the widest K the engine's UDP tunnels carry
+        assert layout["k"] == wire.MAX_LANES and all(pg.engine.k == wire.MAX_LANES for pg in pgs)
         assert alive(pid)
         rng = np.random.default_rng(5)
         data = [(rng.standard_normal(n) * 3).astype(np.float32) for _ in range(world)]
@@ -145,13 +153,24 @@ def test_sum_and_avg_through_the_switch_within_the_bound():
             f = pgs[0].engine.last_f
             assert f == qz.exp_for(2.0 ** qz.amax_exponent(1000.0), world, 1.0)
             assert err.max() > 1e-3 * qz.quant_step_error(f)  # it was quantized, not a float path
-        # every chunk was aggregated by the switch: per allreduce one header round (2*world lanes)
-        # and ceil(n/K) data rounds, all completed in the switch (no straggler here)
+        # the scale is agreed in-band: the first allreduce of each lane has no scale to go on
+        # (it guesses |x| <= 1, which the 1000.0 refutes) and is redone with the agreed one; a
+        # later one of the same size on that lane speculates right and runs once
+        eng = pgs[0].engine
+        assert eng.redone == 2 and all(pg.engine.redone == 2 for pg in pgs)
+        for _ in range(4):  # (the guess is the agreed scale minus one bit: it does not drift)
+            ts = [torch.from_numpy(d.copy()) for d in data]
+            assert all(r is True for r in run_ranks(world, lambda r: ar(pgs[r], ts[r])))
+            assert np.all(np.abs(ts[0].numpy().astype(np.float64) - exact) <= eng.error_bound(np.stack(data), world))
+        assert eng.redone == 2
+        # every chunk was aggregated by the switch: per iteration ceil((3 world + n) / K) rounds
+        # (3 world lanes of meta: exponents, sizes, clip flags), redone iterations included
         k = layout["k"]
+        assert eng.rounds == (6 + eng.redone) * math.ceil((3 * world + n) / k)
         cnt = _switch_counters(layout)
         # every chunk was aggregated exactly once: finished in the switch, or (when a rank was
         # slow past T_s under machine load) handed to a helper as an evicted partial
-        assert cnt["complete"] + cnt["evict"] == 2 * (math.ceil(2 * world / k) + math.ceil(n / k)), cnt
+        assert cnt["complete"] + cnt["evict"] == eng.rounds, cnt
         assert cnt["violation"] == 0 and cnt["overflow"] == 0
     finally:
         shutdown(pgs)
@@ -159,6 +178,38 @@ def test_sum_and_avg_through_the_switch_within_the_bound():
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(pid), "group shutdown did not stop the switch it started"
+
+
+@pytest.mark.slow
+def test_eight_ranks_sum_exactly_through_the_switch():
+    """8 ranks (the engine's largest tested group), default K: integer-valued floats quantize
+    exactly, so the switch's sum is exact; AVG within the stated bound; several allreduces of
+    different sizes and magnitudes on both lanes, so scale guesses are refuted and redone."""
+    world = 8
+    pgs = make_groups(world, timeout_s=90.0, chunk_size=None)
+    for pg in pgs:
+        if isinstance(pg, BaseException):
+            raise pg
+    try:
+        rng = np.random.default_rng(8)
+        for n, mag in ((30_000, 1000), (30_000, 1000), (5_000, 3), (70_001, 2 ** 20)):
+            data = [rng.integers(-mag, mag + 1, n).astype(np.float32) for _ in range(world)]
+            exact = np.sum(np.stack(data).astype(np.float64), axis=0)
+            ts = [torch.from_numpy(d.copy()) for d in data]
+            res = run_ranks(world, lambda r: ar(pgs[r], ts[r]))
+            assert all(r is True for r in res), res
+            for t in ts:
+                np.testing.assert_array_equal(t.numpy().astype(np.float64), exact)
+        ts = [torch.from_numpy(d.copy()) for d in data]
+        assert all(r is True for r in run_ranks(world, lambda r: ar(pgs[r], ts[r], dist.ReduceOp.AVG)))
+        err = np.abs(ts[0].numpy().astype(np.float64) - exact / world)
+        assert np.all(err <= pgs[0].engine.error_bound(np.stack(data), world, "avg"))
+        eng = pgs[0].engine
+        assert all(pg.engine.rounds == eng.rounds and pg.engine.redone == eng.redone for pg in pgs)
+        cnt = _switch_counters(eng.layout)
+        assert cnt["complete"] + cnt["evict"] == eng.rounds, cnt
+    finally:
+        shutdown(pgs)
 
 
 def test_size_mismatch_and_nonfinite_fail_on_every_rank():
@@ -186,7 +237,7 @@ def test_size_mismatch_and_nonfinite_fail_on_every_rank():
 
 def test_other_chunk_size_gets_its_own_program(tmp_path, monkeypatch):
     """chunk_size 128: the switch is started with the program generated for K = 128 (the
-    repository's p4src/saatp.p4 is K = 64), and sums are exact through it."""
+    repository's p4src/saatp.p4 is K = 256), and sums are exact through it."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     pgs = make_groups(2, timeout_s=60.0, chunk_size=128)
     for pg in pgs:
@@ -207,7 +258,7 @@ def test_chunk_size_must_match_a_given_program():
     try:
         for r in res:
             assert isinstance(r, Exception), r
-            assert "K = 64" in str(r), r
+            assert f"K = {constants.DEFAULT_K}" in str(r), r
     finally:
         shutdown(res)
 
@@ -314,8 +365,9 @@ def test_given_switch_is_used_configured_and_left_running(monkeypatch, tmp_path)
                                             options=SAATPOptions(engine="switch").resolved())
                 switch_job.setup_given_switch(ctx, parse_switch_spec(spec))  # never removed
                 assert len(_job_entries(spec, layout["job"])) == SAATPOptions(engine="switch").resolved().lanes
-            # the first group's rank 0 has the switch compile the program (seconds on a busy machine)
-            pgs = make_groups(world, timeout_s=90.0)
+            # the first group's rank 0 has the switch compile the program (seconds on a busy machine);
+            # no chunk_size: the K of the program the switch has (or is given: DEFAULT_K)
+            pgs = make_groups(world, timeout_s=90.0, chunk_size=None)
             for pg in pgs:
                 if isinstance(pg, BaseException):
                     raise AssertionError(f"round {round_}: {pg!r}; switch log: {_tail(log)}") from pg
@@ -324,6 +376,7 @@ def test_given_switch_is_used_configured_and_left_running(monkeypatch, tmp_path)
                 assert layout["given"] and layout["pid"] is None
                 assert layout["pushed_pipeline"] is (round_ == 0)
                 assert layout["port_numbers"] == [3, 5]
+                assert layout["k"] == constants.DEFAULT_K  # the program pushed to a switch without one
                 assert pgs[1].engine.layout == layout  # rank 1 learnt it through the store
                 assert len(_job_entries(spec, layout["job"])) == SAATPOptions(engine="switch").resolved().lanes
                 rng = np.random.default_rng(11 + round_)
@@ -338,8 +391,9 @@ def test_given_switch_is_used_configured_and_left_running(monkeypatch, tmp_path)
                 assert np.all(err <= bound), float(np.max(err / bound))
                 assert err.max() > 0  # quantized through the switch, not a float path
                 cnt = _switch_counters(layout)
-                assert cnt["complete"] + cnt["evict"] == \
-                    math.ceil(2 * world / layout["k"]) + math.ceil(n / layout["k"]), cnt
+                eng = pgs[0].engine   # its first allreduce: no scale to go on, redone once at most
+                assert eng.rounds == (1 + eng.redone) * math.ceil((3 * world + n) / layout["k"])
+                assert cnt["complete"] + cnt["evict"] == eng.rounds, cnt
             finally:
                 shutdown(pgs)
             assert proc.poll() is None, f"closing the group stopped a switch it did not start: {_tail(log)}"
@@ -450,7 +504,7 @@ from host_agent.torch_backend import switch_job
 from host_agent.torch_backend import SAATPOptions
 store = {}
 ctx = types.SimpleNamespace(rank=0, world_size=2, job_id=3, timeout_s=60.0,
-                            options=SAATPOptions(engine="switch").resolved(),
+                            options=SAATPOptions(engine="switch", chunk_size=256).resolved(),
                             store_set=lambda k, v: store.__setitem__(k, v))
 addr, close = switch_job.start_switch(ctx)
 print(json.loads(store[switch_job.LAYOUT_KEY])["pid"], flush=True)
@@ -490,6 +544,7 @@ def test_switch_stops_itself_when_the_rank_that_started_it_is_killed():
 # one switch per job: sub-groups share the world's switch
 # ------------------------------------------------------------------------------------------------
 def _groups_on(base, prefix, ranks, timeout_s=60.0, **opts):
+    opts.setdefault("chunk_size", SETUP_K)
     o = SAATPOptions(engine="switch", log=0, **opts)
     n = len(ranks)
     return run_ranks(n, lambda r: ProcessGroupSAATP(

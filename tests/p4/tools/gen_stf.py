@@ -727,6 +727,86 @@ def hash_invalid_fields():
         L += [f"# a={a:#x} opt={'invalid' if x is None else hex(x)}: hash input {data.hex()}", pkt(0, i), exp(1, o)]
     write('hash_invalid_fields', L)
 
+
+@prog
+def compound_arrays():
+    L = ["# Compound assignment and arrays of values; results in the ops header, packet to port 1."]
+    cases = [(200, 100, 3, 0, 0x0102), (10, 20, 9, 1, 0xFFFF), (255, 255, 0, 2, 0), (0x81, 0, 7, 3, 0x8000), (7, 250, 8, 6, 0x7FFF)]
+    for a, b, s, idx, acc in cases:
+        inp = eth() + bits((8,a),(8,b),(8,s),(8,idx)) + bytes(10) + bits((16,acc)) + bytes(6)
+        arr = [a, b, s, 0x10]
+        i = idx & 3
+        at = arr[i]
+        arr[i] = sat_u(arr[i] + 200, 8)
+        out = eth() + bits((8,a),(8,b),(8,s),(8,idx),
+            (8,u(a+b,8)),(8,u(a-b,8)),(8,u(a*b,8)),(8,a&b),(8,a|b),(8,a^b),
+            (8,u(a << s, 8) if s < 8 else 0),(8,a >> s if s < 8 else 0),(8,sat_u(a+b,8)),(8,sat_u(a-b,8)),
+            (16,u(u(acc+a,16) << 1,16)),
+            (8,at),(8,arr[i]),(8,arr[0]),(8,4),(8,a^0xFF),(8,u(sum(arr),8)))
+        L += [f"# a={a} b={b} s={s} idx={idx} acc={acc:#x}", pkt(0, inp), exp(1, out)]
+    L += ["# other ethertype: untouched", pkt(2, eth(etype=0x0800) + b'\x01\x02'), exp(1, eth(etype=0x0800) + b'\x01\x02')]
+    write('compound_arrays', L)
+
+@prog
+def parser_forms():
+    L = ["# select on bool and enum labels, a state without transition, extract<H>(_), a header with a",
+         "# struct field, a stack of header_unions, update_checksum with named arguments."]
+    def tag(kind, flag, path=0, err=0):
+        return bits((8,kind),(8,flag),(8,path),(8,err))
+    def pair(hi, lo, mid, z, csum):
+        return bits((4,hi),(4,lo),(8,mid),(8,z),(16,csum))
+    def pair_out(hi, lo, mid, z):
+        mid = u(mid + lo, 8); hi = lo
+        return pair(hi, lo, mid, z, csum16(bits((4,hi),(4,lo),(8,mid),(8,z))))
+    # kind 1 (PAIRS), flag 0: the pair header follows the tag; port 1 + 1
+    for hi, lo, mid, z in [(0xA, 0x3, 0x10, 0x77), (0xF, 0xF, 0xFA, 0x00), (0, 0, 0, 0xFF)]:
+        inp = eth() + tag(1, 0) + pair(hi, lo, mid, z, 0xDEAD) + b'\x55'
+        L += [f"# pairs, no skip: p=({hi},{lo},{mid}) z={z}", pkt(0, inp),
+              exp(2, eth() + tag(1, 0, 1, 0) + pair_out(hi, lo, mid, z) + b'\x55')]
+    # flag 1: two bytes skipped with extract<skip_t>(_): gone from the output
+    inp = eth() + tag(1, 1) + bits((16, 0x9999)) + pair(1, 2, 3, 4, 0) + b'\x66\x67'
+    L += ["# pairs after a skipped skip_t", pkt(3, inp), exp(2, eth() + tag(1, 1, 1, 0) + pair_out(1, 2, 3, 4) + b'\x66\x67')]
+    # kind 2 (UNIONS): us[0].a (1 byte), us[1].b (2 bytes); ingress adds a.v to b.w and makes
+    # us[0].b valid (0xBEEF) instead of us[0].a; emit writes us[0].b then us[1].b
+    for v, w in [(0x05, 0x1000), (0xFF, 0xFFF0)]:
+        inp = eth() + tag(2, 0) + bits((8, v), (16, w)) + b'\x01'
+        out = eth() + tag(2, 0, 2, 0) + bits((16, 0xBEEF), (16, u(w + v, 16))) + b'\x01'
+        L += [f"# unions v={v:#x} w={w:#x}", pkt(1, inp), exp(3, out)]
+    # kind 3: parse_no_transition extracts last and goes to reject: ingress still runs, last is
+    # valid and emitted, the rest stays payload; err is left as received
+    inp = eth() + tag(3, 0, 0, 0x42) + bits((8, 0x33)) + b'\x99\x98'
+    L += ["# a state without transition goes to reject; the packet is not dropped", pkt(0, inp),
+          exp(4, eth() + tag(3, 0, 3, 0x42) + bits((8, 0x33)) + b'\x99\x98')]
+    # kind 9: no matching label (default: accept), nothing more parsed
+    inp = eth() + tag(9, 0) + b'\x01\x02'
+    L += ["# unknown kind: default label", pkt(0, inp), exp(1, eth() + tag(9, 0, 0, 0) + b'\x01\x02')]
+    # not 0x1234: select on a bool, false: accept
+    inp = eth(etype=0x0800) + b'\x01\x02\x03\x04'
+    L += ["# other ethertype", pkt(0, inp), exp(1, inp)]
+    write('parser_forms', L)
+
+
+@prog
+def field_list_names():
+    # BMv2: resubmit/recirculate/I2E clone reset all metadata, then copy the fields of the
+    # field list the call names (@field_list ids given as a const and as enum members)
+    FL = {"resub": {"both", "rs"}, "recirc": {"nest.r"}, "FL_PACKET_IN": {"both", "cl"}}
+    def kept(values, fl):
+        return [values[f] if f in FL[fl] else 0 for f in ("both", "cl", "rs", "nest.r")]
+    L = ["# @field_list ids given as a const and as enum members (see the .p4)", "mirroring_add 5 3"]
+    v = {"both": 0x11, "cl": 0x12, "rs": 0x13, "nest.r": 0x14}
+    L += ["# resubmit with FieldLists.resub: both and rs survive; cl and nest.r (other lists) are reset",
+          f"packet 0 {hx(bytes([1, 0, 0, 0, 0]))}", f"expect 1 {hx(bytes([1] + kept(v, 'resub')))}"]
+    v = {"both": 0x21, "cl": 0x22, "rs": 0x23, "nest.r": 0x24}
+    L += ["# recirculate with FieldLists.recirc: only nest.r (a field of a nested struct) survives",
+          f"packet 0 {hx(bytes([2, 0, 0, 0, 0]))}", f"expect 1 {hx(bytes([2] + kept(v, 'recirc')))}"]
+    v = {"both": 0x31, "cl": 0x32, "rs": 0x33, "nest.r": 0x34}
+    L += ["# I2E clone with FL_PACKET_IN (a const): both and cl reach the clone's egress",
+          f"packet 0 {hx(bytes([3, 0, 0, 0, 0]))}", f"expect 1 {hx(bytes([3, 0, 0, 0, 0]))}",
+          f"expect 3 {hx(bytes([3] + kept(v, 'FL_PACKET_IN')))}"]
+    write('field_list_names', L)
+
+
 if __name__ == '__main__':
     for n in (sys.argv[1:] or GEN):
         GEN[n]()

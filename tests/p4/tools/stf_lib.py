@@ -1,5 +1,8 @@
 """Helpers for gen_stf.py: bit packing, checksums and CRCs (CRC-16/ARC, CRC-32) as BMv2 computes them."""
-import struct, zlib
+import os, struct, sys, zlib
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/
+from testsupport.crc_reference import crc16_arc as crc16  # noqa: E402
 
 def bits(*fields):
     """fields: (width, value) MSB first -> bytes (total must be byte aligned)."""
@@ -23,14 +26,6 @@ def csum16(b):
     while s >> 16:
         s = (s & 0xFFFF) + (s >> 16)
     return (~s) & 0xFFFF
-
-def crc16(b):
-    crc = 0
-    for x in b:
-        crc ^= x
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
 
 def crc32(b):
     return zlib.crc32(b) & 0xFFFFFFFF

@@ -1,0 +1,161 @@
+"""CGP as a library: ``train_cgp(model_fn, dataset, ...)`` trains any model on any data set
+with real processes, CPU-quota stragglers replayed from a trace, and returns accuracy over
+time next to the server's staleness figures.
+
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    res = train_cgp("mypkg.models:net", "digits", CGPConfig(mode="cgp", duration_s=15))
+
+``model_fn`` is ``"MODULE:FN"`` (or an importable top-level function, turned into that
+name), ``FN()`` returning an ``nn.Module`` (cross-entropy on class labels). ``dataset`` is
+``"digits"``, ``"MODULE:FN"`` or a :class:`~..digits.Dataset` (saved for the processes).
+The parent process hosts the TCP store, puts each worker in a cgroup whose CPU quota follows
+``base_quotas / factor(slot)`` with slots of ``slot_s`` seconds of training time (the server
+gets ``ps_quota``), evaluates the snapshots the model holder took every ``snapshot_s``
+seconds on the test split, and removes its cgroups.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from .. import digits
+from ..fn_specs import spec_of
+from ..groups.quotas import SlotQuotas, quota_trace, run_prefix
+from ..rank_processes import RankProcesses, host_store
+from ..run_options import QuotaRunOptions
+from .policy import damping
+
+MODES = ("cgp", "bsp", "asp", "ssp")
+
+
+@dataclass
+class CGPConfig(QuotaRunOptions):
+    mode: str = "cgp"
+    workers: int = 4
+    ps_quota: float = 0.4
+    slot_s: float = 2.0  # seconds of training time per trace slot
+    duration_s: float = 15.0
+    local_batch: int = 32
+    lr: float = 0.01
+    R: int = 16  # server versions (BSP: steps) per phase
+    s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
+    damping: str = "excess"
+    lam: float = 0.1
+    c_push: float = 0.005
+    theta: float = 0.3
+    snapshot_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
+        damping(0, self.damping)
+        if len(self.base_quotas) != self.workers:
+            raise ValueError(f"{self.workers} workers need {self.workers} base quotas")
+        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0:
+            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, s_max >= 0")
+
+
+def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None) -> dict:
+    cfg = cfg or CGPConfig()
+    spec = spec_of(model_fn, "model_fn")
+    digits.model_from(spec)  # fail early, in this process, with a clear error
+    out_dir = tempfile.mkdtemp(prefix="saatp-cgp-")
+    if isinstance(dataset, digits.Dataset):
+        data, data_path, data_spec = dataset, os.path.join(out_dir, "data.pt"), None
+        torch.save((data.x_train, data.y_train, data.x_test, data.y_test), data_path)
+    else:
+        data, data_path, data_spec = digits.dataset_from(dataset, cfg.seed), None, dataset
+    n_slots = 1000
+    quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed)
+    store, port = host_store(cfg.workers + 2, cfg.timeout_s)
+    cg = SlotQuotas(cfg.workers + 1, run_prefix("cgp")) if cfg.cgroups else None
+    applied = []
+    with cg or nullcontext(), RankProcesses(out_dir, f"train_cgp ({cfg.mode})") as ranks:
+        if cg:
+            cg.set(list(quotas[0]) + [cfg.ps_quota])
+        pcfg = dict(asdict(cfg), model=spec, data=data_spec, data_path=data_path, port=port, out_dir=out_dir,
+                    cgroups=cg.paths if cg else None)
+        path = os.path.join(out_dir, "config.json")
+        with open(path, "w") as f:
+            json.dump(pcfg, f)
+        ranks.start("host_agent.scheduling.cgp.procs", path, cfg.workers + 1)
+        deadline = time.monotonic() + cfg.timeout_s + cfg.duration_s
+        started = None
+        slot = -1
+        while ranks.running():
+            if ranks.failed() or time.monotonic() > deadline:
+                raise RuntimeError("a CGP process failed or the run timed out")
+            if started is None and store.check(["started"]):
+                started = time.monotonic()
+            if started is not None and cg:
+                s = min(int((time.monotonic() - started) / cfg.slot_s), n_slots - 1)
+                if s != slot:
+                    slot = s
+                    cg.set(list(quotas[s]) + [cfg.ps_quota])
+                    applied.append((slot, quotas[s].tolist()))
+            time.sleep(0.02)
+    return _collect(cfg, spec, data, out_dir, applied, target_acc)
+
+
+def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, applied, target_acc) -> dict:
+    logs = []
+    for r in range(cfg.workers + 1):
+        with open(os.path.join(out_dir, f"rank{r}.json")) as f:
+            logs.append(json.load(f))
+    holder = 0 if cfg.mode == "bsp" else cfg.workers
+    snap_path = os.path.join(out_dir, f"snapshots{holder}.pt")
+    snaps = torch.load(snap_path)
+    os.remove(snap_path)  # weights, tens of MB: evaluated below, the logs stay in out_dir
+    model = digits.model_from(spec)
+    evals = []
+    for t, v, samples, w in snaps:
+        torch.nn.utils.vector_to_parameters(w, model.parameters())
+        evals.append(dict(t=float(t), version=int(v), samples=int(samples),
+                          test_acc=digits.accuracy(model, data.x_test, data.y_test)))
+    ps = logs[cfg.workers]
+    # final accuracy: the mean of the last three snapshots (one snapshot is noisy to +-5 pp)
+    final = float(np.mean([e["test_acc"] for e in evals[-3:]])) if evals else None
+    out = dict(config=asdict(cfg), model=spec, evals=evals, final_acc=final,
+               best_acc=max((e["test_acc"] for e in evals), default=None), quotas_applied=applied,
+               groupings=logs[0]["groupings"], taus=logs[0]["taus"],
+               iterations=[lg["iters"] for lg in logs[:cfg.workers]],
+               max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
+               staleness_hist=ps.get("staleness_hist"), wall_s=max(lg["wall_s"] for lg in logs), out_dir=out_dir)
+    if evals:
+        out["samples_per_s"] = evals[-1]["samples"] / max(evals[-1]["t"], 1e-9)
+    if target_acc is not None:
+        out["target_acc"] = target_acc
+        out["time_to_target_s"] = time_to(evals, target_acc)
+    return out
+
+
+def time_to(evals: list[dict], target: float) -> float | None:
+    for e in evals:
+        if e["test_acc"] >= target:
+            return e["t"]
+    return None
+
+
+def compare(runs: dict[str, dict], target: float) -> dict:
+    """Time to ``target`` accuracy and final accuracy of every run against the others."""
+    out = {}
+    for name, r in runs.items():
+        r["target_acc"] = target
+        r["time_to_target_s"] = time_to(r["evals"], target)
+    if "cgp" in runs:
+        c = runs["cgp"]
+        for name, r in runs.items():
+            if name == "cgp":
+                continue
+            tc, tb = c["time_to_target_s"], r["time_to_target_s"]
+            out[name] = dict(speedup_to_target=(tb / tc) if (tc and tb) else None,
+                             acc_diff_pp=100 * ((c["final_acc"] or 0) - (r["final_acc"] or 0)))
+    return out

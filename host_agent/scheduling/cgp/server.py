@@ -1,0 +1,95 @@
+"""The parameter server's state and policy, independent of any transport (so it can be
+tested without processes): bounded staleness (the gate of :mod:`.policy`) and damping.
+
+``push(group, base, n, grad)`` queues a group's update computed on version ``base`` from
+``n`` samples and returns the updates applied now as ``[(group, version)]``; the caller sends
+each of those groups the new weights. An update is applied when, afterwards, every other
+in-flight group is still at most ``s_max`` versions behind; when every in-flight group is
+waiting and none may go, they are all applied as one version (no deadlock, and every
+applied update's staleness stays ``<= s_max``; ``held`` counts these merges).
+The rule ``w -= lr (n / B_ref) h(s) g`` follows :mod:`.policy` (``h`` = damping of the
+staleness ``s``, ``expected[g]`` = the grouping's predicted staleness for ``excess``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .policy import damping
+
+
+class ServerState:
+    def __init__(self, w: torch.Tensor, lr: float, B_ref: int, s_max: float = 4, damping_kind: str = "excess"):
+        if lr <= 0 or B_ref < 1 or s_max < 0:
+            raise ValueError("need lr > 0, B_ref >= 1, s_max >= 0")
+        damping(0, damping_kind)  # validates the name
+        self.w = w.clone()
+        self.v = 0
+        self.lr, self.B_ref, self.s_max, self.kind = float(lr), int(B_ref), float(s_max), damping_kind
+        self.base: dict[int, int] = {}
+        self.expected: dict[int, float] = {}
+        self.pending: list[tuple[int, int, int, torch.Tensor]] = []
+        self.max_staleness = 0
+        self.staleness: list[int] = []
+        self.applied = 0
+        self.held = 0
+
+    def begin(self, groups: int, expected=None) -> None:
+        """A new phase: ``groups`` groups, all computing on the current version."""
+        self.base = {g: self.v for g in range(groups)}
+        self.expected = dict(enumerate(expected or [0.0] * groups))
+        self.pending = []
+
+    def retire(self, group: int) -> list[tuple[int, int]]:
+        """The group computes no more this phase; returns the held updates this releases."""
+        self.base.pop(group, None)
+        return self.drain()
+
+    def _allowed(self, group: int) -> bool:
+        return all(self.v + 1 - b <= self.s_max for h, b in self.base.items() if h != group)
+
+    def push(self, group: int, base: int, n: int, grad: torch.Tensor) -> list[tuple[int, int]]:
+        if group not in self.base:
+            raise ValueError(f"group {group} is not in flight")
+        if base != self.base[group]:
+            raise ValueError(f"group {group} pushed on version {base}, the server sent it {self.base[group]}")
+        self.pending.append((group, base, n, grad))
+        return self.drain()
+
+    def drain(self) -> list[tuple[int, int]]:
+        """Apply what the gate allows now; ``[(group, version)]`` to reply to."""
+        out = []
+        progress = True
+        while progress and self.pending:
+            progress = False
+            for k, (g, b, nn_, gr) in enumerate(self.pending):
+                if self._allowed(g):
+                    self.pending.pop(k)
+                    out.append(self._apply(g, b, nn_, gr))
+                    progress = True
+                    break
+            if not progress and len(self.pending) == len(self.base):
+                # everybody waits and none may go alone: apply them all as one version, so
+                # every staleness stays <= s_max (each was <= s_max before, by induction)
+                self.held += 1
+                merged = [g for g, *_ in self.pending]
+                for g, b, nn_, gr in self.pending:
+                    self._apply(g, b, nn_, gr, bump=False)
+                self.pending = []
+                self.v += 1
+                for g in merged:
+                    self.base[g] = self.v
+                    out.append((g, self.v))
+        return out
+
+    def _apply(self, g: int, b: int, n: int, grad: torch.Tensor, bump: bool = True) -> tuple[int, int]:
+        s = self.v - b
+        self.max_staleness = max(self.max_staleness, s)
+        self.staleness.append(s)
+        h = damping(s, self.kind, self.expected.get(g, 0.0))
+        self.w.sub_(grad, alpha=self.lr * (n / self.B_ref) * h)
+        self.applied += 1
+        if bump:
+            self.v += 1
+            self.base[g] = self.v
+        return g, self.v

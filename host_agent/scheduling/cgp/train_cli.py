@@ -1,0 +1,71 @@
+"""``saatp train cgp``: CGP and its baselines (BSP, ASP, SSP) on real processes, one after the
+other under the same CPU-quota trace, with test accuracy over time, the time to a target
+accuracy and the server's staleness; ``--ablation`` adds CGP runs without damping, with
+inverse damping and without the staleness bound.
+
+    saatp train cgp --model host_agent.scheduling.digits:cnn --method all --duration 15 --json r.json --plot r.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+
+from ..groups.plot import plot_cgp
+from ..result_files import add_result_file_options, write_result_files
+from ..run_options import add_run_options, exit_on_sigterm, run_options_from
+from .library import MODES, CGPConfig, compare, train_cgp
+
+ABLATION = {"cgp-no-damping": dict(damping="none"), "cgp-inverse": dict(damping="inverse"),
+            "cgp-no-bound": dict(s_max=10_000)}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", action="append", choices=MODES + ("all",), default=None,
+                   help="repeatable; default all (cgp, bsp, asp, ssp)")
+    p.add_argument("--ablation", action="store_true", help="also CGP without damping / inverse damping / no bound")
+    p.add_argument("--ps-quota", type=float, default=0.4, help="CPU quota of the parameter server process")
+    p.add_argument("--slot", type=float, default=2.0, help="seconds of training per trace slot (default 2)")
+    p.add_argument("--duration", type=float, default=15.0, help="seconds of training per method (default 15)")
+    p.add_argument("--batch", type=int, default=32, help="samples per worker per step (default 32)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--R", type=int, default=16, help="server versions per phase (regrouping period)")
+    p.add_argument("--s-max", type=int, default=8, help="staleness bound of cgp and ssp (default 8)")
+    p.add_argument("--damping", default="excess", choices=("excess", "none", "inverse", "sqrt"))
+    p.add_argument("--target", type=float, default=0.9, help="target test accuracy (default 0.9)")
+    add_run_options(p, "nn.Module", "worker", "0.4,0.4,0.3,0.3")
+    add_result_file_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    exit_on_sigterm()
+    try:
+        opts = run_options_from(args)
+        base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
+                         duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R, s_max=args.s_max,
+                         damping=args.damping, **opts)
+        methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
+        plans = {m: replace(base, mode=m) for m in methods}
+        if args.ablation:
+            plans.update({k: replace(base, mode="cgp", **v) for k, v in ABLATION.items()})
+        runs = {}
+        for name, cfg in plans.items():
+            print(f"{name}: {cfg.duration_s:g} s of training ...", flush=True)
+            runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"saatp train cgp: {e}", file=sys.stderr)
+        return 2
+    cmp = compare(runs, args.target)
+    print(f"{'method':15s} {'final acc':>9s} {'best acc':>9s} {'t->' + str(args.target):>8s} {'samples/s':>10s} "
+          f"{'max stale':>9s}")
+    for name, r in runs.items():
+        tt = r["time_to_target_s"]
+        print(f"{name:15s} {r['final_acc']:9.3f} {r['best_acc']:9.3f} {'-' if tt is None else f'{tt:.1f} s':>8s} "
+              f"{r.get('samples_per_s', 0):10.0f} {r['max_staleness']!s:>9s}")
+    for name, c in cmp.items():
+        sp = "n/a" if c["speedup_to_target"] is None else f"{c['speedup_to_target']:.2f}x"
+        print(f"cgp vs {name}: time to target {sp}, final accuracy {c['acc_diff_pp']:+.1f} pp")
+    res = dict(runs=runs, target_acc=args.target, comparison=cmp)
+    write_result_files(res, args.json, args.plot, plot_cgp)
+    return 0

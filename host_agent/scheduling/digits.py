@@ -1,0 +1,100 @@
+"""scikit-learn's handwritten digits (1797 8x8 images, 10 classes) and a small CNN for them:
+the real data set and model of ``saatp train groups`` and ``saatp train cgp``.
+
+``load(seed)`` returns a :class:`Dataset` (float32 images ``[n, 1, 8, 8]``, standardised,
+int64 labels), split 80/20 into train and test with a seeded permutation. ``cnn()`` is an
+``nn.Sequential`` whose children are the layers a pipeline may be cut between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .fn_specs import load_fn
+
+
+@dataclass
+class Dataset:
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    name: str = "digits"
+
+    def __post_init__(self) -> None:
+        if len(self.x_train) != len(self.y_train) or len(self.x_test) != len(self.y_test):
+            raise ValueError("data set: inputs and labels differ in length")
+        if len(self.x_train) == 0:
+            raise ValueError("data set: empty training split")
+
+
+def load(seed: int = 0, test_fraction: float = 0.2) -> Dataset:
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as e:  # pragma: no cover - a dev dependency
+        raise RuntimeError("the digits data set needs scikit-learn (pip install scikit-learn)") from e
+    d = load_digits()
+    x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1)
+    x = (x - x.mean()) / x.std()  # standardised pixels: plain SGD trains the CNN from the first steps
+    y = torch.tensor(d.target, dtype=torch.int64)
+    perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    n_test = int(round(len(x) * test_fraction))
+    te, tr = perm[:n_test], perm[n_test:]
+    return Dataset(x[tr].contiguous(), y[tr].contiguous(), x[te].contiguous(), y[te].contiguous())
+
+
+def cnn(width: int = 32) -> nn.Sequential:
+    """Conv-conv-pool-conv-pool-linear-linear for 1x8x8 inputs (6 cuttable layers)."""
+    w = width
+    m = nn.Sequential(
+        nn.Sequential(nn.Conv2d(1, w, 3, padding=1), nn.ReLU()),
+        nn.Sequential(nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)),
+        nn.Sequential(nn.Conv2d(2 * w, 2 * w, 3, padding=1), nn.ReLU()),
+        nn.Sequential(nn.Conv2d(2 * w, 4 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten()),
+        nn.Sequential(nn.Linear(4 * w * 2 * 2, 128), nn.ReLU()),
+        nn.Linear(128, 10),
+    )
+    for mod in m.modules():  # He initialisation: with torch's default the ReLU stack barely trains
+        if isinstance(mod, (nn.Conv2d, nn.Linear)):
+            nn.init.kaiming_normal_(mod.weight, nonlinearity="relu")
+            nn.init.zeros_(mod.bias)
+    return m
+
+
+def loss_sum(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return nn.functional.cross_entropy(out, y, reduction="sum")
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    model.eval()
+    acc = float((model(x).argmax(dim=1) == y).float().mean())
+    model.train()
+    return acc
+
+
+def model_from(spec: str) -> nn.Module:
+    """``digits-cnn`` or ``MODULE:FN`` returning an ``nn.Module`` (an ``nn.Sequential`` for pipelines)."""
+    if spec == "digits-cnn":
+        return cnn()
+    m = load_fn(spec, "model")()
+    if isinstance(m, (list, tuple)):
+        m = nn.Sequential(*m)
+    if not isinstance(m, nn.Module):
+        raise ValueError(f"model {spec!r}: FN() must return an nn.Module, got {type(m).__name__}")
+    return m
+
+
+def dataset_from(spec: str, seed: int = 0) -> Dataset:
+    """``digits`` or ``MODULE:FN`` returning a :class:`Dataset` or ``(x_train, y_train, x_test, y_test)``."""
+    if spec == "digits":
+        return load(seed)
+    d = load_fn(spec, "data set")()
+    if isinstance(d, Dataset):
+        return d
+    if isinstance(d, (tuple, list)) and len(d) == 4:
+        return Dataset(*[torch.as_tensor(t) for t in d], name=spec)
+    raise ValueError(f"data set {spec!r}: FN() must return a Dataset or (x_train, y_train, x_test, y_test)")

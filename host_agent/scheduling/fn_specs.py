@@ -1,0 +1,31 @@
+"""``MODULE:FN`` names of importable functions, the form in which models and data sets cross
+the command line and process boundaries: :func:`load_fn` finds the function of a name,
+:func:`spec_of` names a function.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+
+def load_fn(spec: str, what: str):
+    """The object ``FN`` of module ``MODULE`` for ``MODULE:FN`` (not called); ValueError naming
+    ``what`` when ``spec`` has no ``:`` or the module or name cannot be loaded."""
+    if ":" not in spec:
+        raise ValueError(f"{what} {spec!r}: expected MODULE:FN")
+    mod, fn = spec.split(":", 1)
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"cannot load {what} {spec!r}: {e}") from e
+
+
+def spec_of(fn, what: str) -> str:
+    """``fn`` itself when it is a string, else ``MODULE:FN`` of an importable top-level
+    function (another process can load it); ValueError naming ``what`` otherwise."""
+    if isinstance(fn, str):
+        return fn
+    mod, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if not mod or "<" in name or "." in name or mod == "__main__":
+        raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function")
+    return f"{mod}:{name}"

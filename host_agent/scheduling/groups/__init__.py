@@ -1,0 +1,13 @@
+"""An executor for joint data+model-parallel plans on real processes (``saatp train groups``).
+
+* :mod:`.plan` -- executable plans (groups = pipelines or single processes, layer bounds,
+  shares) and the layer moves a re-plan needs.
+* :mod:`.sampler` -- uneven data assignment: each group's share of every global batch.
+* :mod:`.allreduce` -- the weighted all-reduce of gradients between group leaders.
+* :mod:`.costs` -- measured per-layer costs, the planner's workload and the work of an op.
+* :mod:`.quotas` -- per-process CPU quotas replayed from a straggler trace (cgroup v1).
+* :mod:`.planner` -- the Lyapunov planner and the baselines on measured estimates, with
+  migration costs.
+* :mod:`.worker` / :mod:`.executor` -- the processes and their controller.
+* :mod:`.cli`, :mod:`.plot` -- the command and its plots.
+"""

@@ -1,0 +1,61 @@
+"""``saatp train groups``: real data+model-parallel training of a small CNN on the digits data
+set, 4 processes with CPU quotas from a trace, planned every slot by the Lyapunov planner or
+a baseline, all methods interleaved slot by slot under the same quotas.
+
+    saatp train groups --planner lyapunov --planner bsp --planner lbbsp --slots 12 --json r.json --plot r.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..result_files import add_result_file_options, write_result_files
+from ..run_options import add_run_options, exit_on_sigterm, run_options_from
+from . import executor
+from .executor import GroupsConfig
+from .planner import METHODS
+from .plot import plot_groups
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--planner", action="append", choices=METHODS + ("all",), default=None,
+                   help="repeatable; default: lyapunov, bsp, lbbsp")
+    p.add_argument("--slots", type=int, default=12)
+    p.add_argument("--iters", type=int, default=4, help="iterations per slot (default 4)")
+    p.add_argument("--batch", type=int, default=128, help="global batch B (default 128)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--V", type=float, default=10.0)
+    p.add_argument("--budget-frac", type=float, default=0.9)
+    add_run_options(p, "nn.Sequential", "process", "0.5,0.4,0.3,0.2")
+    add_result_file_options(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    exit_on_sigterm()
+    try:
+        methods = tuple(dict.fromkeys(m for x in (args.planner or ["lyapunov", "bsp", "lbbsp"])
+                                      for m in (METHODS if x == "all" else (x,))))
+        opts = run_options_from(args)
+        cfg = GroupsConfig(methods=methods, model=args.model, data=args.data, world=len(opts["base_quotas"]),
+                           slots=args.slots, iters=args.iters, B=args.batch, lr=args.lr, V=args.V,
+                           budget_frac=args.budget_frac, **opts)
+
+        def progress(t, d):
+            print(f"slot {t:3d}: " + "  ".join(f"{m} {x['T'] * 1e3:6.1f} ms acc {x['test_acc']:.3f}"
+                                                 for m, x in d.items()), flush=True)
+        res = executor.run(cfg, progress=progress)
+        res.pop("final_params")
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"saatp train groups: {e}", file=sys.stderr)
+        return 2
+    print(f"budget {res['budget']:.4g} per batch; load average {res['load_avg'][0]:.1f}")
+    print(f"{'method':10s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'group diff':>10s}")
+    for m, r in res["runs"].items():
+        print(f"{m:10s} {r['mean_batch_s'] * 1e3:9.1f} {r['cost_over_budget']:12.3f} {r['final_test_acc']:6.3f} "
+              f"{r['migrations']:10d} {r['max_group_diff']:10.2g}")
+    for m, v in res.get("lyapunov_vs", {}).items():
+        r = v["batch_time_reduction"] * 100
+        print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x)")
+    write_result_files(res, args.json, args.plot, plot_groups)
+    return 0

@@ -1,0 +1,103 @@
+"""Per-layer costs of the model on this machine, in the planner's units.
+
+``profile_layers`` times each layer's forward+backward at two batch sizes (one thread, full
+CPU) and fits ``alpha_l + beta_l b`` seconds; with ``1.0`` = one full CPU, a process whose
+quota is ``q`` CPUs computes at speed ``~q``. The fitted line is the *work* of an op: a
+process that ran ops of total work ``W`` in ``s`` seconds of compute has measured speed
+``W / s`` (:func:`work`), which is what the planner sees of each process.
+
+``workload`` turns the profile into the planner's :class:`~..workloads.Workload`:
+``fwd_flops = beta`` (work per sample), weight bytes and output bytes per sample. The fixed
+part ``alpha`` enters the planner's per-microbatch overhead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..workloads import Layer, Workload
+
+
+@dataclass
+class LayerCosts:
+    alpha: np.ndarray  # s per op at one CPU
+    beta: np.ndarray  # s per sample at one CPU
+    param_bytes: np.ndarray
+    out_bytes: np.ndarray  # per sample
+    out_shapes: list[tuple[int, ...]]  # per-sample output shape of every layer
+
+    def to_dict(self) -> dict:
+        return {"alpha": self.alpha.tolist(), "beta": self.beta.tolist(), "param_bytes": self.param_bytes.tolist(),
+                "out_bytes": self.out_bytes.tolist(), "out_shapes": [list(s) for s in self.out_shapes]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LayerCosts:
+        return cls(np.array(d["alpha"]), np.array(d["beta"]), np.array(d["param_bytes"]), np.array(d["out_bytes"]),
+                   [tuple(s) for s in d["out_shapes"]])
+
+    @property
+    def n(self) -> int:
+        return len(self.alpha)
+
+
+def _time_layer(layer: nn.Module, x: torch.Tensor, min_s: float) -> float:
+    x = x.detach().requires_grad_()
+    reps, t0 = 0, time.perf_counter()
+    while True:
+        out = layer(x)
+        out.backward(torch.ones_like(out))
+        reps += 1
+        el = time.perf_counter() - t0
+        if el >= min_s and reps >= 3:
+            return el / reps
+
+
+def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s: float = 0.04) -> LayerCosts:
+    """Fit alpha + beta b per layer from fwd+bwd times at two batch sizes ``sizes``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        lo, hi = sizes
+        times = np.zeros((2, len(layers)))
+        shapes, out_bytes = [], []
+        for i, b in enumerate((lo, hi)):
+            h = x[:1].expand(b, *x.shape[1:]).contiguous()
+            for l, layer in enumerate(layers):
+                times[i, l] = min(_time_layer(layer, h, min_s) for _ in range(2))
+                with torch.no_grad():
+                    h = layer(h)
+                if i == 0:
+                    shapes.append(tuple(h.shape[1:]))
+                    out_bytes.append(4.0 * int(np.prod(h.shape[1:])))
+        beta = np.maximum((times[1] - times[0]) / (hi - lo), 1e-9)
+        alpha = np.maximum(times[0] - beta * lo, 0.0)
+        # calibrate on whole-model passes: timing layers one by one inflates the fixed part
+        # (per-call overhead) and, on a loaded host, both parts; the probes and the real
+        # iterations run whole stages, so their measured speeds must be in the same units
+        whole = []
+        for b in (lo, hi):
+            h = x[:1].expand(b, *x.shape[1:]).contiguous()
+            whole.append(min(_time_layer(layers, h, min_s) for _ in range(2)))
+        wb = max((whole[1] - whole[0]) / (hi - lo), 1e-9)
+        wa = max(whole[0] - wb * lo, 0.0)
+        beta = beta * (wb / beta.sum())
+        alpha = alpha * (wa / alpha.sum()) if alpha.sum() > 0 else alpha
+        pb = np.array([4.0 * sum(p.numel() for p in layer.parameters()) for layer in layers])
+        return LayerCosts(alpha, beta, pb, np.array(out_bytes), shapes)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def op_work(c: LayerCosts, lo: int, hi: int, b: int) -> float:
+    """Work (seconds at one CPU) of a forward+backward of layers [lo, hi) on ``b`` samples."""
+    return float(c.alpha[lo:hi].sum() + c.beta[lo:hi].sum() * b)
+
+
+def workload(c: LayerCosts, name: str = "model") -> Workload:
+    return Workload(name, tuple([Layer(f"l{i}", float(c.beta[i]), 0.0, float(c.param_bytes[i]), float(c.out_bytes[i]))
+                           for i in range(c.n)]), input_bytes=0.0)

@@ -1,0 +1,55 @@
+"""Plots of a groups or CGP run: batch time, cost and accuracy over time, one line per method."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+
+@contextmanager
+def _panels(path: str, n: int, width: float) -> Iterator[list]:
+    """``n`` side-by-side axes for the caller to draw on; then each gets its legend and the
+    figure is written to ``path`` (PNG)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, n, figsize=(width, 4))
+    try:
+        yield ax
+        for a in ax:
+            a.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+
+
+def plot_groups(res: dict, path: str) -> None:
+    budget = res["budget"]
+    with _panels(path, 3, 15) as ax:
+        for m, r in res["runs"].items():
+            s = r["slots"]
+            t = np.cumsum([x["T"] * res["config"]["iters"] for x in s])
+            ax[0].plot([x["slot"] for x in s], [x["T"] * 1e3 for x in s], marker=".", label=m)
+            c = np.array([x["cost"] for x in s])
+            ax[1].plot([x["slot"] for x in s], np.cumsum(c) / np.arange(1, len(c) + 1) / budget, label=m)
+            ax[2].plot(t, [x["test_acc"] for x in s], marker=".", label=m)
+        ax[0].set(xlabel="slot", ylabel="batch time (ms, with migration)", title="batch time")
+        ax[1].axhline(1.0, color="k", lw=0.8, ls="--")
+        ax[1].set(xlabel="slot", ylabel="time-averaged cost / budget", title="cost")
+        ax[2].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")
+
+
+def plot_cgp(res: dict, path: str) -> None:
+    with _panels(path, 2, 11) as ax:
+        for name, r in res["runs"].items():
+            ev = r["evals"]
+            ax[0].plot([e["t"] for e in ev], [e["test_acc"] for e in ev], marker=".", label=name)
+            ax[1].plot([e["t"] for e in ev], [e["version"] for e in ev], label=name)
+        if res.get("target_acc"):
+            ax[0].axhline(res["target_acc"], color="k", lw=0.8, ls="--")
+        ax[0].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")
+        ax[1].set(xlabel="training time (s)", ylabel="model updates", title="updates")

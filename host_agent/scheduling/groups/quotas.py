@@ -1,0 +1,87 @@
+"""Per-process CPU quotas that change over time from a trace (real, time-varying stragglers).
+
+The quota of process ``r`` in slot ``t`` is ``base[r] / factor[t, r]`` CPUs, where the
+factors come from a straggler trace (:class:`~..workloads.TraceReplay` CSV, ``slot,device,
+factor``) or are generated from :mod:`~..workloads`'s seeded models. ``SlotQuotas`` owns one
+cgroup v1 per process (``/sys/fs/cgroup/cpu/<prefix>-rankR``, made with
+:class:`~..pipeline.cgroups.CpuQuotas`), rewrites ``cpu.cfs_quota_us`` at every slot and
+removes exactly the groups it created.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..pipeline.cgroups import CpuQuotas
+from ..workloads import Combined, Persistent, TraceReplay, Transient
+
+MIN_QUOTA = 0.1  # CPUs: the kernel needs >= 1 ms per 10 ms period
+
+
+def generated_factors(slots: int, n: int, seed: int = 0, p: float = 0.12, factor=(2.0, 4.0), duration=(2, 5),
+                      persistent: Sequence[tuple[int, float, int]] = ()) -> np.ndarray:
+    """[slots, n] slowdown factors: transient episodes plus optional persistent stragglers."""
+    models = [Transient(p, tuple(factor), tuple(duration), seed=seed)]
+    models += [Persistent(d, f, s) for d, f, s in persistent]
+    return Combined(tuple(models)).factors(slots, n)
+
+
+def trace_factors(path: str, slots: int, n: int) -> np.ndarray:
+    return TraceReplay.from_csv(path, loop=True).factors(slots, n)
+
+
+def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
+    base = np.asarray(base, dtype=float)
+    if np.any(base <= 0):
+        raise ValueError(f"base quotas must be > 0 CPUs, got {base.tolist()}")
+    if factors.shape[1] != len(base):
+        raise ValueError(f"trace has {factors.shape[1]} devices, {len(base)} processes")
+    return np.maximum(base[None, :] / factors, MIN_QUOTA)
+
+
+def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0) -> np.ndarray:
+    """[slots, n] CPUs per process per slot: ``base`` slowed down by the factors of the trace
+    CSV ``trace`` or, without one, generated from ``seed``."""
+    n = len(base)
+    factors = trace_factors(trace, slots, n) if trace else generated_factors(slots, n, seed)
+    return quota_matrix(base, factors)
+
+
+def run_prefix(run: str) -> str:
+    """A cgroup name prefix no other run uses: ``saatp-<run>-<pid>-<ms>``."""
+    return f"saatp-{run}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
+
+
+class SlotQuotas:
+    """One cgroup per process (``<prefix>-rankR``); ``set(quotas)`` applies a slot's quotas
+    (CPUs), ``close()`` (or leaving it as a context manager) removes the groups: after the
+    processes in them have exited."""
+
+    def __init__(self, n: int, prefix: str, period_us: int = 10_000):
+        self.cg = CpuQuotas(prefix=prefix, period_us=period_us)
+        self.paths = [self.cg.create(f"rank{r}", 1.0) for r in range(n)]
+
+    def set(self, quotas: Sequence[float]) -> None:
+        for path, q in zip(self.paths, quotas):
+            with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(max(1000, int(round(float(q) * self.cg.period_us)))))
+
+    def remove(self) -> list[str]:
+        return self.cg.remove()
+
+    def __enter__(self) -> SlotQuotas:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the groups; a warning on stderr names any that could not be removed."""
+        left = self.remove()
+        if left:
+            print(f"warning: could not remove cgroups {left}", file=sys.stderr)

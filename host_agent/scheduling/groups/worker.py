@@ -1,0 +1,283 @@
+"""One process of the DP+MP executor (started by :mod:`.executor`).
+
+The process joins the world process group (gloo or saatp) through the controller's TCP
+store, then its CPU-quota cgroup, and executes commands the controller writes to the store
+(``cmd/N``, JSON):
+
+* ``probe``: time a forward+backward of the whole model (measured speed) and a world
+  all-reduce of the model's size (measured synchronisation bandwidth);
+* ``slot``: for one method (each method has its own model state, so methods run interleaved
+  slot by slot under the same quotas), run the slot's plan:
+
+  1. migrate: receive the parameters and momentum of every layer the plan gives this
+     process that it does not hold (:func:`.plan.transfers`); layers it no longer holds are
+     dropped (set to NaN, so a missing move would poison the model visibly);
+  2. ``iters`` iterations, each after a world barrier: a group member runs its pipeline
+     stage (:func:`..pipeline.stage.run_iteration`, fill-drain, microbatches of the plan's
+     size) on its group's share of the global batch (:class:`.sampler.ShareSampler`); the
+     stages send their flat gradients to the group leader, the leaders all-reduce them
+     weighted by their data shares (:func:`.allreduce.weighted_allreduce`) over the leaders'
+     process group, the leader sends each stage its slice back and every process takes a
+     momentum-SGD step on its own layers. A process outside the plan probes its speed once;
+  3. every group leader gathers its group's parameters and puts them in the store (the
+     controller checks that the groups agree and measures test accuracy); every process
+     puts its measurements (``meas/N/RANK``).
+* ``stop``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from .. import digits
+from ..pipeline import cgroups
+from ..pipeline.stage import run_iteration
+from ..rank_processes import join_world, rank_main
+from .allreduce import weighted_allreduce
+from .costs import LayerCosts, op_work
+from .plan import ExecPlan, transfers
+from .sampler import ShareSampler
+
+TAG_GATHER, TAG_SCATTER, TAG_PARAMS, TAG_MIGRATE = 21, 22, 23, 30
+tick = time.perf_counter
+
+
+def flat_params(layer: nn.Module) -> torch.Tensor:
+    ps = [p.detach().reshape(-1) for p in layer.parameters()]
+    return torch.cat(ps) if ps else torch.zeros(0)
+
+
+def load_flat(tensors: list[torch.Tensor], flat: torch.Tensor) -> None:
+    a = 0
+    with torch.no_grad():
+        for t in tensors:
+            n = t.numel()
+            t.copy_(flat[a:a + n].view_as(t))
+            a += n
+
+
+class MethodState:
+    """One method's replica of the training state on this process."""
+
+    def __init__(self, spec: str, seed: int, world: int):
+        torch.manual_seed(seed)
+        m = digits.model_from(spec)
+        if not isinstance(m, nn.Sequential):
+            raise ValueError(f"model {spec}: the executor needs an nn.Sequential (its children are the layers)")
+        self.layers = m
+        self.mom = [[torch.zeros_like(p) for p in layer.parameters()] for layer in m]
+        L = len(m)
+        self.holds = [frozenset(range(L))] * world  # every process builds the same initial weights
+        self.step = 0
+
+
+class Worker:
+    def __init__(self, cfg: dict, rank: int):
+        self.cfg, self.rank = cfg, rank
+        self.world = int(cfg["world"])
+        self.store = join_world(int(cfg["port"]), rank, self.world, cfg.get("backend", "gloo"),
+                                cfg.get("timeout_s", 300), int(cfg.get("threads", 1)))
+        data = digits.dataset_from(cfg["data"], int(cfg.get("data_seed", 0)))
+        self.X, self.Y = data.x_train, data.y_train
+        self.costs = LayerCosts.from_dict(cfg["costs"])
+        self.sampler = ShareSampler(len(self.X), int(cfg["B"]), int(cfg.get("seed", 0)))
+        self.lr, self.momentum = float(cfg["lr"]), float(cfg["momentum"])
+        self.states: dict[str, MethodState] = {}
+        self.pgs: dict[tuple[int, ...], object] = {}
+        torch.manual_seed(1)
+        self.probe_model = digits.model_from(cfg["model"])
+        self.numel = [sum(p.numel() for p in layer.parameters()) for layer in self.probe_model]
+        if cfg.get("cgroups"):
+            cgroups.join(cfg["cgroups"][rank])
+
+    # ------------------------------------------------------------------ commands
+    def serve(self) -> None:
+        n = 0
+        while True:
+            cmd = json.loads(self.store.get(f"cmd/{n}"))
+            kind = cmd["kind"]
+            if kind == "stop":
+                break
+            if kind == "probe":
+                out = {"speed": self.probe_speed(), "allreduce": self.probe_allreduce()}
+            elif kind == "slot":
+                st = self.states.get(cmd["method"])
+                if st is None:
+                    st = self.states[cmd["method"]] = MethodState(self.cfg["model"], int(self.cfg.get("seed", 0)),
+                                                                  self.world)
+                out = self.slot(st, ExecPlan.from_dict(cmd["plan"]), int(cmd["iters"]), n)
+            else:
+                raise ValueError(f"unknown command {kind!r}")
+            self.store.set(f"meas/{n}/{self.rank}", json.dumps(out))
+            n += 1
+
+    def probe_speed(self, b: int = 64, min_s: float = 0.08) -> float:
+        """Work per second of whole-model forward+backward passes over at least ``min_s``
+        (several quota periods: a shorter probe would run inside one period's quota at full
+        speed). ``b`` is near a replica's share, so the fixed per-pass cost, which the
+        start-up profile fits least well, weighs as in real iterations."""
+        x, y = self.X[:b], self.Y[:b]
+        reps, t0 = 0, tick()
+        while reps < 1 or tick() - t0 < min_s:
+            digits.loss_sum(self.probe_model(x), y).backward()
+            reps += 1
+        el = tick() - t0
+        self.probe_model.zero_grad()
+        return reps * op_work(self.costs, 0, self.costs.n, b) / el
+
+    def probe_allreduce(self) -> float:
+        t = torch.zeros(sum(self.numel))
+        dist.barrier()
+        t0 = tick()
+        for _ in range(3):
+            dist.all_reduce(t)
+        return (tick() - t0) / 3
+
+    def leaders_group(self, leaders: tuple[int, ...]):
+        if len(leaders) < 2:
+            return None
+        if leaders not in self.pgs:  # every rank calls new_group for the same sets in the same order
+            self.pgs[leaders] = dist.new_group(list(leaders))
+        return self.pgs[leaders]
+
+    # ------------------------------------------------------------------ one slot
+    def migrate(self, st: MethodState, new: list[frozenset[int]]) -> tuple[float, int]:
+        moves = [m for m in transfers(st.holds, new) if self.numel[m[2]]]  # parameter-free layers need nothing
+        r = self.rank
+        pending, got = [], 0
+        for src, dst, l in moves:
+            if src == r:
+                payload = torch.cat([flat_params(st.layers[l])] + [m.reshape(-1) for m in st.mom[l]])
+                pending.append((dist.isend(payload, dst, tag=TAG_MIGRATE), payload))
+        for src, dst, l in moves:
+            if dst == r:
+                buf = torch.empty(2 * self.numel[l])
+                dist.recv(buf, src, tag=TAG_MIGRATE)
+                load_flat(list(st.layers[l].parameters()), buf[:self.numel[l]])
+                load_flat(st.mom[l], buf[self.numel[l]:])
+                got += buf.numel() * 4
+        for w, _ in pending:
+            w.wait()
+        with torch.no_grad():
+            for l in st.holds[r] - new[r]:  # dropped: poison, so a missing move cannot go unnoticed
+                for p in st.layers[l].parameters():
+                    p.fill_(float("nan"))
+                for m in st.mom[l]:
+                    m.zero_()
+        st.holds = new
+        return len(moves), got
+
+    def slot(self, st: MethodState, plan: ExecPlan, iters: int, n: int) -> dict:
+        new = plan.holdings(self.world)
+        dist.barrier()
+        tm0 = tick()
+        n_moves, got = self.migrate(st, new)
+        tm1 = tick()
+        self.leaders_group(plan.leaders)  # collective: every rank creates the leaders group now
+        gi = plan.group_of(self.rank)
+        out = {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "losses": [], "probe_speed": None,
+               "migration": [tm0, tm1], "migration_moves": n_moves, "migration_bytes_in": got}
+        for it in range(iters):
+            dist.barrier()
+            t0 = tick()
+            if gi is not None:
+                loss = self.iteration(st, plan, gi, out)
+                if loss is not None:
+                    out["losses"].append(loss)
+                out["iters"].append([t0, tick()])
+            elif it == 0:
+                out["probe_speed"] = self.probe_speed()
+            st.step += 1
+        if gi is not None:
+            self.gather_params(st, plan.groups[gi], gi, n)
+        return out
+
+    def iteration(self, st: MethodState, plan: ExecPlan, gi: int, out: dict) -> float | None:
+        grp = plan.groups[gi]
+        k, K = grp.stage_of(self.rank), len(grp.ranks)
+        lo, hi = grp.bounds[k], grp.bounds[k + 1]
+        idx = self.sampler.split(st.step, [g.share for g in plan.groups])[gi]
+        x = self.X[idx] if k == 0 else None
+        y = self.Y[idx] if k == K - 1 else None
+        module = nn.Sequential(*list(st.layers)[lo:hi])
+        for p in module.parameters():
+            p.grad = None
+        rows = grp.microbatches()
+        order = [("F", j) for j in range(len(rows))] + [("B", j) for j in reversed(range(len(rows)))]
+        shapes = [self.costs.out_shapes[grp.bounds[s + 1] - 1] for s in range(K)]
+        clock = [0.0]
+        loss = run_iteration(module, k, K, [rows] * K, [order] * K, grp.share, x, y, digits.loss_sum, shapes,
+                             peers=grp.ranks, clock=clock)
+        out["compute_s"] += clock[0]
+        out["work"] += sum(op_work(self.costs, lo, hi, b) for b in rows)
+        # synchronisation: stages -> leader, weighted all-reduce among leaders, leader -> stages
+        ts0 = tick()
+        params = list(module.parameters())
+        mine = torch.cat([p.grad.reshape(-1) for p in params]) if params else torch.zeros(0)
+        if k > 0:
+            if mine.numel():
+                dist.send(mine, grp.leader, tag=TAG_GATHER)
+                dist.recv(mine, grp.leader, tag=TAG_SCATTER)
+        else:
+            sizes = [sum(self.numel[grp.bounds[s]:grp.bounds[s + 1]]) for s in range(K)]
+            parts = [mine]
+            for s in range(1, K):
+                buf = torch.empty(sizes[s])
+                if sizes[s]:
+                    dist.recv(buf, grp.ranks[s], tag=TAG_GATHER)
+                parts.append(buf)
+            full = torch.cat(parts)
+            weighted_allreduce(full, grp.share / plan.B, self.leaders_group(plan.leaders))
+            a = sizes[0]
+            sends = []
+            for s in range(1, K):
+                if sizes[s]:
+                    piece = full[a:a + sizes[s]].contiguous()
+                    sends.append((dist.isend(piece, grp.ranks[s], tag=TAG_SCATTER), piece))
+                a += sizes[s]
+            for w, _ in sends:
+                w.wait()
+            mine = full[:sizes[0]]
+        # momentum SGD (torch.optim.SGD's rule, dampening 0) on this process's layers
+        with torch.no_grad():
+            a = 0
+            for l in range(lo, hi):
+                for p, m in zip(st.layers[l].parameters(), st.mom[l]):
+                    g = mine[a:a + p.numel()].view_as(p)
+                    a += p.numel()
+                    m.mul_(self.momentum).add_(g)
+                    p.sub_(self.lr * m)
+        if k == 0:
+            out["sync_s"].append(tick() - ts0)
+        return loss if k == K - 1 else None
+
+    def gather_params(self, st: MethodState, grp, gi: int, n: int) -> None:
+        k = grp.stage_of(self.rank)
+        lo, hi = grp.bounds[k], grp.bounds[k + 1]
+        mine = torch.cat([flat_params(st.layers[l]) for l in range(lo, hi)])
+        if k > 0:
+            dist.send(mine, grp.leader, tag=TAG_PARAMS)
+            return
+        parts = [mine]
+        for s in range(1, len(grp.ranks)):
+            buf = torch.empty(sum(self.numel[grp.bounds[s]:grp.bounds[s + 1]]))
+            dist.recv(buf, grp.ranks[s], tag=TAG_PARAMS)
+            parts.append(buf)
+        b = io.BytesIO()
+        torch.save(torch.cat(parts), b)
+        self.store.set(f"params/{n}/{gi}", b.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    return rank_main("host_agent.scheduling.groups.worker", lambda cfg, rank: Worker(cfg, rank).serve(), argv,
+                     leave_world=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""The rank processes of a multi-process training run and how they meet: each rank is
+``python -m MODULE CONFIG.json RANK``, the parent hosts a TCP store, and the ranks build
+their ``torch.distributed`` world through that store (under the prefix ``pg``, so the
+parent and the ranks can use the store's other keys for commands and measurements).
+
+Parent side: :func:`free_port`, :func:`host_store` and :class:`RankProcesses` (start the
+ranks with one log each, watch them, put the logs' tails in the error when the run fails,
+kill what is left).
+Rank side: :func:`rank_main` (the command line) and :func:`join_world`. Used by
+:mod:`.cgp.library` / :mod:`.cgp.procs` and :mod:`.groups.executor` / :mod:`.groups.worker`;
+:mod:`.pipeline.worker` shares the command line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def host_store(clients: int, timeout_s: float) -> tuple[dist.TCPStore, int]:
+    """The parent's TCP store on a free loopback port (``clients`` = ranks + the parent)."""
+    port = free_port()
+    store = dist.TCPStore(HOST, port, world_size=clients, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=timeout_s))
+    return store, port
+
+
+def join_world(port: int, rank: int, world: int, backend: str, timeout_s: float, threads: int = 1) -> dist.TCPStore:
+    """In a rank: connect to the parent's store, limit torch to ``threads`` threads and join
+    the world process group through the store; returns the store."""
+    timeout = datetime.timedelta(seconds=timeout_s)
+    store = dist.TCPStore(HOST, port, is_master=False, timeout=timeout)
+    torch.set_num_threads(threads)
+    dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world,
+                            timeout=timeout)
+    return store
+
+
+class RankProcesses:
+    """The ranks of one run; their logs are ``<log_dir>/rank<R>.log`` (stdout and stderr).
+    As a context manager: on leaving, an exception becomes ``RuntimeError("<what> failed:
+    ...")`` with the logs' tails, and the ranks still running are killed."""
+
+    def __init__(self, log_dir: str, what: str = "run"):
+        self.log_dir, self.what = log_dir, what
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> RankProcesses:
+        return self
+
+    def __exit__(self, kind, e, tb) -> None:
+        try:
+            if isinstance(e, Exception):
+                raise RuntimeError(f"{self.what} failed: {e}\n" + self.log_tails()) from e
+        finally:
+            self.kill()
+
+    def log_path(self, rank: int) -> str:
+        return os.path.join(self.log_dir, f"rank{rank}.log")
+
+    def start(self, module: str, config_path: str, n: int) -> None:
+        """Start ranks 0..n-1 as ``python -m module config_path RANK``."""
+        for r in range(n):
+            with open(self.log_path(r), "w") as log:
+                self.procs.append(subprocess.Popen([sys.executable, "-m", module, config_path, str(r)],
+                                                   stdout=log, stderr=subprocess.STDOUT))
+
+    def running(self) -> bool:
+        return any(p.poll() is None for p in self.procs)
+
+    def failed(self) -> bool:
+        """True once any rank has exited with a non-zero status."""
+        return any(p.poll() not in (None, 0) for p in self.procs)
+
+    def exited(self) -> list[int]:
+        return [r for r, p in enumerate(self.procs) if p.poll() is not None]
+
+    def wait(self, timeout_s: float) -> None:
+        for p in self.procs:
+            p.wait(timeout=timeout_s)
+
+    def log_tails(self, chars: int = 1500) -> str:
+        """The last ``chars`` characters of every non-empty log, one block a rank."""
+        out = []
+        for r in range(len(self.procs)):
+            try:
+                with open(self.log_path(r)) as f:
+                    tail = f.read()[-chars:]
+            except OSError:
+                tail = ""
+            if tail.strip():
+                out.append(f"--- rank {r} ---\n{tail}")
+        return "\n".join(out)
+
+    def kill(self) -> None:
+        """Kill the ranks still running and reap them."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def rank_main(module: str, body: Callable[[dict, int], None], argv: list[str] | None = None,
+              leave_world: bool = False) -> int:
+    """The command line of a rank, ``python -m module CONFIG.json RANK``: ``body(config, rank)``
+    with the JSON config; exit status 2 with the usage on other arguments. ``leave_world``:
+    afterwards (also on error) destroy the process group ``body`` joined."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print(f"usage: python -m {module} CONFIG.json RANK", file=sys.stderr)
+        return 2
+    with open(args[0]) as f:
+        cfg = json.load(f)
+    try:
+        body(cfg, int(args[1]))
+    finally:
+        if leave_world and dist.is_initialized():
+            dist.destroy_process_group()
+    return 0

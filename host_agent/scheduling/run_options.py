@@ -1,0 +1,55 @@
+"""The options shared by the runs that train on real rank processes under a CPU-quota trace
+(``saatp train groups`` = :class:`.groups.executor.GroupsConfig`, ``saatp train cgp`` =
+:class:`.cgp.library.CGPConfig`): the config fields (:class:`QuotaRunOptions`), their
+command-line options (:func:`add_run_options`, :func:`run_options_from`) and the commands'
+SIGTERM handling."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from dataclasses import dataclass
+
+
+@dataclass
+class QuotaRunOptions:
+    """Base CPUs of each rank (slowed down slot by slot by the trace CSV ``trace`` or, without
+    one, by factors generated from ``trace_seed``), the ``torch.distributed`` backend, the
+    training seed, whether to apply the quotas (cgroup v1) and the processes' time-out."""
+
+    base_quotas: tuple[float, ...] = (0.4, 0.4, 0.3, 0.3)
+    trace: str | None = None  # CSV slot,device,factor; None: generated from trace_seed
+    trace_seed: int = 0
+    backend: str = "gloo"
+    seed: int = 0
+    cgroups: bool = True
+    timeout_s: float = 120.0
+
+
+def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: str) -> None:
+    """``--model`` (``digits-cnn`` or a ``MODULE:FN`` returning a ``model``), ``--data`` and the
+    options of :class:`QuotaRunOptions`: ``--quotas`` (default ``quotas``: base CPUs of each
+    ``rank``), ``--trace``, ``--trace-seed``, ``--backend``, ``--no-cgroups``, ``--seed``."""
+    g = p.add_argument_group("model, data and processes")
+    g.add_argument("--model", default="digits-cnn", help=f"digits-cnn or MODULE:FN returning an {model}")
+    g.add_argument("--data", default="digits", help="digits or MODULE:FN returning (x_train, y_train, x_test, y_test)")
+    g.add_argument("--quotas", default=quotas, help=f"base CPU quota per {rank} (default %(default)s)")
+    g.add_argument("--trace", metavar="CSV", help="slowdown trace slot,device,factor (default: generated)")
+    g.add_argument("--trace-seed", type=int, default=0)
+    g.add_argument("--backend", default="gloo", help="gloo or saatp")
+    g.add_argument("--no-cgroups", action="store_true", help="run without CPU quotas")
+    g.add_argument("--seed", type=int, default=0)
+
+
+def run_options_from(args: argparse.Namespace) -> dict:
+    """The :class:`QuotaRunOptions` fields the options of :func:`add_run_options` give
+    (``timeout_s`` keeps its default); ValueError when ``--quotas`` holds a non-number."""
+    return dict(base_quotas=tuple(float(q) for q in args.quotas.split(",")), trace=args.trace,
+                trace_seed=args.trace_seed, backend=args.backend, seed=args.seed, cgroups=not args.no_cgroups)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit(143)`` so that the finally blocks run (they remove the
+    run's cgroups and kill its rank processes)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

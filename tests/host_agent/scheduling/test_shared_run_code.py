@@ -1,0 +1,105 @@
+"""The code the real-process runs (saatp train groups / cgp, the pipeline stages) share: rank
+processes and their command line, the run options, MODULE:FN names and the result files."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from host_agent.scheduling.fn_specs import load_fn, spec_of
+from host_agent.scheduling.rank_processes import RankProcesses, rank_main
+from host_agent.scheduling.result_files import (
+    add_result_file_options,
+    write_result_files,
+)
+from host_agent.scheduling.run_options import add_run_options, run_options_from
+
+
+def test_rank_main_passes_config_and_rank_and_rejects_other_arguments(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"k": [1, 2]}))
+    got = []
+    assert rank_main("some.module", lambda cfg, rank: got.append((cfg, rank)), [str(path), "3"]) == 0
+    assert got == [({"k": [1, 2]}, 3)]
+    assert rank_main("some.module", lambda cfg, rank: got.append(rank), [str(path)]) == 2
+    assert "usage: python -m some.module CONFIG.json RANK" in capsys.readouterr().err
+    assert len(got) == 1
+
+
+def test_a_failing_rank_fails_the_run_with_its_log(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text("{}")
+    with pytest.raises(RuntimeError) as e:
+        with RankProcesses(str(tmp_path), "test run") as ranks:
+            ranks.start("no_such_module_for_saatp", str(cfg), 2)
+            deadline = time.monotonic() + 60
+            while ranks.running() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert ranks.failed() and ranks.exited() == [0, 1]
+            raise RuntimeError("a rank exited")
+    msg = str(e.value)
+    assert msg.startswith("test run failed: a rank exited")
+    assert "--- rank 0 ---" in msg and "--- rank 1 ---" in msg and "no_such_module_for_saatp" in msg
+    assert os.path.isfile(tmp_path / "rank1.log")
+
+
+def test_leaving_the_ranks_kills_those_still_running(tmp_path):
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    with RankProcesses(str(tmp_path)) as ranks:
+        ranks.procs.append(subprocess.Popen([sys.executable, str(script)]))
+        assert ranks.running()
+    assert not ranks.running() and ranks.procs[0].returncode != 0
+
+
+def test_run_options_fill_the_shared_config_fields():
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.groups.executor import GroupsConfig
+
+    p = argparse.ArgumentParser()
+    add_run_options(p, "nn.Module", "worker", "0.4,0.3")
+    add_result_file_options(p)
+    args = p.parse_args(["--quotas", "0.5,0.25", "--trace-seed", "7", "--no-cgroups", "--backend", "saatp",
+                         "--json", "r.json"])
+    opts = run_options_from(args)
+    assert opts == dict(base_quotas=(0.5, 0.25), trace=None, trace_seed=7, backend="saatp", seed=0, cgroups=False)
+    assert args.model == "digits-cnn" and args.json == "r.json" and args.plot is None
+    g = GroupsConfig(world=2, **opts)
+    c = CGPConfig(workers=2, **opts)
+    assert (g.base_quotas, g.cgroups, c.backend, c.trace_seed) == ((0.5, 0.25), False, "saatp", 7)
+    assert (g.timeout_s, c.timeout_s) == (300.0, 120.0)  # each run keeps its own default
+    with pytest.raises(ValueError):
+        run_options_from(p.parse_args(["--quotas", "0.5,x"]))
+
+
+def top_level_fn():
+    return 41
+
+
+def test_module_fn_names_round_trip_and_bad_names_say_what():
+    spec = spec_of(top_level_fn, "model_fn")
+    assert spec == f"{__name__}:top_level_fn" and load_fn(spec, "model")() == 41
+    assert spec_of("a.b:c", "model_fn") == "a.b:c"
+    with pytest.raises(ValueError, match="model_fn must be 'MODULE:FN'"):
+        spec_of(lambda: 0, "model_fn")
+    with pytest.raises(ValueError, match="data set 'nocolon': expected MODULE:FN"):
+        load_fn("nocolon", "data set")
+    with pytest.raises(ValueError, match="cannot load model 'no_such_mod_saatp:f'"):
+        load_fn("no_such_mod_saatp:f", "model")
+    with pytest.raises(ValueError, match="cannot load model 'json:no_such_fn'"):
+        load_fn("json:no_such_fn", "model")
+
+
+def test_result_files_write_json_and_plot_only_when_asked(tmp_path, capsys):
+    plotted = []
+    res = {"a": [1, 2.5]}
+    out = tmp_path / "r.json"
+    write_result_files(res, str(out), None, lambda r, p: plotted.append(p))
+    assert json.loads(out.read_text()) == res and plotted == []
+    write_result_files(res, None, str(tmp_path / "r.png"), lambda r, p: plotted.append((r, p)))
+    assert plotted == [(res, str(tmp_path / "r.png"))]
+    assert capsys.readouterr().out.splitlines() == [f"wrote {out}", f"wrote {tmp_path / 'r.png'}"]

@@ -1,0 +1,60 @@
+// expect: 34:*: conflicting control plane name
+// two actions with one control-plane name (p4c: conflicting control plane name, at the later one)
+#include <core.p4>
+#include <v1model.p4>
+
+header h_t {
+    bit<8>  a;
+    bit<16> w;
+}
+
+struct headers_t {
+    h_t h;
+}
+
+struct metadata_t {
+    bit<8> m;
+}
+
+parser MyParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+    state start {
+        pkt.extract(hdr.h);
+        transition accept;
+    }
+}
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control MyIngress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+    @name(".shared") action first() { hdr.h.w = 1; }
+    @name(".shared") action second() { hdr.h.w = 2; }
+    table t {
+        key = { hdr.h.a: exact; }
+        actions = { first; second; }
+    }
+    apply {
+        t.apply();
+    }
+}
+
+control MyEgress(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
+    apply { }
+}
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.h);
+    }
+}
+
+V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(),
+         MyComputeChecksum(), MyDeparser()) main;
