@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import socket
 import sys
 import time
 
@@ -143,9 +142,9 @@ def run_world(world: int, args) -> int:
     import queue
 
     ctx = mp.get_context("spawn")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from host_agent.free_ports import free_tcp_port
+
+    port = free_tcp_port()
     q = ctx.Queue()
     procs = [ctx.Process(target=bench, args=(r, world, port, args, q), daemon=True) for r in range(world)]
     for p in procs:

@@ -19,7 +19,6 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -28,9 +27,9 @@ TIMEOUT_S = 60.0
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from host_agent.free_ports import free_tcp_port
+
+    return free_tcp_port()
 
 
 def _rank(rank, world, port, backend, engine, q, go_path, killed_at):

@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from emulation.testing.free_ports import free_tcp_port, free_udp_ports  # noqa: E402
+from host_agent.free_ports import free_tcp_port, free_udp_ports  # noqa: E402
 from emulation.testing.netns import VethNamespace, netns_available  # noqa: E402
 
 ROUTER = ROOT / "p4src" / "basic_router.p4"

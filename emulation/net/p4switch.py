@@ -28,7 +28,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from .commands import bmv2_binary, bmv2_command, bmv2_queue_commands, saatp_switch_command
+from host_agent.free_ports import free_tcp_port  # noqa: F401  (the runner takes it from here)
+
+from .commands import (
+    bmv2_binary,
+    bmv2_command,
+    bmv2_queue_commands,
+    saatp_switch_command,
+)
 from .hostsetup import root_intf_setup
 from .mn import import_mininet
 
@@ -36,12 +43,6 @@ import_mininet()
 from mininet.node import Switch  # noqa: E402
 
 _device_ids = itertools.count()
-
-
-def free_tcp_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def wait_tcp(host: str, port: int, timeout: float, alive=lambda: True) -> bool:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from emulation.ptf_platform import DIR as PLATFORM_DIR
 from emulation.ptf_platform import PLATFORM
+from host_agent.free_ports import free_udp_ports
 
-from .free_ports import free_udp_ports
 from .netns import VethNamespace
 from .switch_process import SwitchProcess, SwitchStartError
 

@@ -66,7 +66,8 @@ from typing import Any
 
 import numpy as np
 
-from .free_ports import free_udp_ports
+from host_agent.free_ports import free_udp_ports
+
 from .netns import VethNamespace, netns_available
 from .switch_process import SwitchProcess
 from .traffic import FLOOD_PREFIX, flood_frames

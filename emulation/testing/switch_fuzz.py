@@ -35,8 +35,8 @@ from typing import Any
 from emulation.stf.runner import apply_commands
 from emulation.v1model.load import load_switch
 from host_agent.channels.udp import UdpTunnelPort
+from host_agent.free_ports import free_udp_ports
 
-from .free_ports import free_udp_ports
 from .switch_process import SwitchProcess
 
 MAX_LEN = 9000

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from host_agent.channels.udp import UdpTunnelPort
+from host_agent.free_ports import free_udp_ports
 
-from .free_ports import free_udp_ports
 from .packets import DEFAULT_TIMEOUT, NO_PACKET_WAIT, PacketTester
 from .switch_process import SwitchProcess
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,14 +23,14 @@ from collections.abc import Callable
 import torch
 import torch.distributed as dist
 
+from ..free_ports import free_tcp_port
+
 HOST = "127.0.0.1"
 
 
 def free_port() -> int:
     """A TCP port free on the loopback interface now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    return free_tcp_port(HOST)
 
 
 def host_store(clients: int, timeout_s: float) -> tuple[dist.TCPStore, int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from ..free_ports import free_tcp_port, free_udp_ports  # noqa: F401  (switch_job takes them from here)
 from .engines import SwitchEngineError, SwitchEngineUnavailable
 
 SWITCH_COMMAND = "saatp-switch"
@@ -38,27 +38,6 @@ def installed_command(name: str) -> str:
         f"saatp: the switch engine runs the {name!r} command, which is neither beside {sys.executable} "
         f"({beside}) nor on PATH; install the saatp package into this environment, or use "
         f"engine='ring' (SAATP_ENGINE=ring)")
-
-
-def free_udp_ports(n: int, host: str = "127.0.0.1") -> list[int]:
-    """``n`` distinct UDP ports that were free a moment ago (bound, then released)."""
-    socks, out = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            s.bind((host, 0))
-            socks.append(s)
-            out.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
-    return out
-
-
-def free_tcp_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 class SwitchProcess:

@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import datetime
 import os
-import socket
 import threading
 import time
 import traceback
 
 import numpy as np
 
+from host_agent.free_ports import free_tcp_port
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_tcp_port()
 
 
 def launch(scenario: str, world: int, timeout: float = 120.0, env: dict | None = None, **kw):

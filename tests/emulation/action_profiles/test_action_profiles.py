@@ -167,6 +167,7 @@ def test_action_profile_without_selector_shares_members(sw):
 
 
 STF_HEAD = """\
+# saatp: lenient-stf  (act_prof_* commands and $member/$group targets are saatp extensions: p4c's STF runner has no action-profile commands)
 act_prof_create_member ecmp set_nhop(port:1, dmac:0x0a0000000000)
 act_prof_create_member ecmp set_nhop(port:2, dmac:0x0a0000000001)
 act_prof_create_member ecmp set_nhop(port:3, dmac:0x0a0000000002)

@@ -16,7 +16,7 @@ from host_agent.p4runtime.client import P4RuntimeClient
 from testsupport import paths
 from host_agent.channels import ImpairedPort, Impairment, PcapTap, PcapWriter, UdpTunnelPort, read_pcap
 from emulation.switchd import SwitchDaemon, UsageError, main, parse_args
-from emulation.testing.free_ports import free_tcp_port, free_udp_ports
+from host_agent.free_ports import free_tcp_port, free_udp_ports
 from emulation.v1model.hashes import csum16
 from host_agent.match import Lpm
 from emulation.v1model.load import load_switch

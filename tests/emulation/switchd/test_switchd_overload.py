@@ -18,7 +18,7 @@ import time
 import pytest
 
 from emulation.switchd import SwitchDaemon, parse_args
-from emulation.testing.free_ports import free_tcp_port, free_udp_ports
+from host_agent.free_ports import free_tcp_port, free_udp_ports
 from emulation.v1model.hashes import csum16
 from emulation.v1model.load import load_switch
 from host_agent.channels import MemoryPort, UdpTunnelPort

@@ -11,7 +11,7 @@ import pytest
 
 from emulation.switch_control import ControlError, ControlServer, SwitchCommands, main as cli_main, parse_addr
 from emulation.switchd import SwitchDaemon, UsageError, build_queues, parse_args
-from emulation.testing.free_ports import free_udp_ports
+from host_agent.free_ports import free_udp_ports
 from emulation.v1model.load import load_switch
 from emulation.v1model.queues import EgressQueues
 from host_agent.channels import UdpTunnelPort
