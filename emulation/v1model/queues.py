@@ -42,7 +42,7 @@ import itertools
 from collections import deque
 from typing import Any, Callable
 
-from .switch import MAX_PASSES, NORMAL
+from .switch import NORMAL
 
 DEFAULT_DEPTH = 64          # BMv2 simple_switch's default queue capacity (packets)
 MASK32 = (1 << 32) - 1
@@ -335,16 +335,7 @@ def _run(sw: Any, q: EgressQueues, work: deque, t: float, t_us: int, passes: int
     """Run ingress work; queue every packet bound for egress (BMv2 ``enqueue``).  ``passes``
     counts the passes behind this work (resubmit/recirculate/clone loops are cut off as in
     Switch.process)."""
-    while work:
-        item = work.popleft()
-        passes += 1
-        if passes > MAX_PASSES * 8:
-            sw._log("packet dropped: too many resubmit/recirculate/clone passes")
-            return
-        if item[0] == "i":
-            pp = sw._ingress_pass(item[1], item[2], item[3], item[4])
-            sw._finish_ingress(item[1], item[2], pp, sw.rt.frame, work)
-            continue
+    def enqueue(item: tuple, passes: int) -> None:
         _, pp, port, _rid, inst = item
         sm = pp[0][2]
         pri = sm.priority
@@ -355,6 +346,8 @@ def _run(sw: Any, q: EgressQueues, work: deque, t: float, t_us: int, passes: int
                 why = ("priority out of range" if not 0 <= pri < q.priorities
                        else f"queue full ({q.size(port, pri)} packets)")
                 sw._log(f"egress port {port}: packet dropped at enqueue: {why}")
+
+    sw._run_work(work, None, passes, enqueue)
 
 
 def _advance(sw: Any, q: EgressQueues, now: float | None = None) -> list[tuple[int, bytes]]:

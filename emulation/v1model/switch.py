@@ -273,10 +273,12 @@ class Switch:
             s[3] += len(b)
         return out
 
-    def _run_work(self, work: deque, out: list) -> None:
+    def _run_work(self, work: deque, out: list | None, passes: int = 1,
+                  egress: Callable[[tuple, int], None] | None = None) -> None:
         """The traffic manager's queue: ("i", port, bytes, instance_type, preserved) for an
-        ingress pass, ("e", (phv, payload, base, truncate), port, rid, instance_type) for egress."""
-        passes = 1
+        ingress pass, ("e", (phv, payload, base, truncate), port, rid, instance_type) for egress.
+        ``egress`` (the egress queues, :mod:`.queues`) takes the egress items instead, with the
+        number of passes behind them; ``passes`` counts the passes already made."""
         rt = self.rt
         while work:
             item = work.popleft()
@@ -287,6 +289,8 @@ class Switch:
             if item[0] == "i":
                 pp = self._ingress_pass(item[1], item[2], item[3], item[4])
                 self._finish_ingress(item[1], item[2], pp, rt.frame, work)
+            elif egress is not None:
+                egress(item, passes)
             else:
                 pp = item[1]
                 self._egress_pass(pp, item[2], item[4])
