@@ -58,11 +58,19 @@ def _defines(items: Sequence[str]) -> dict[str, str]:
 
 
 def _p4_check(args: argparse.Namespace) -> int:
-    from emulation.p4.errors import P4Error
+    from emulation.p4.errors import P4Error, P4NotRunnable
     from emulation.v1model.load import load_program
     try:
         prog = load_program(args.program, include_dirs=args.include, defines=_defines(args.define),
                             allow_target_extensions=args.allow_target_extensions)
+    except P4NotRunnable as e:
+        # the front end's checks passed (as p4c's p4test): not an error of the program, but
+        # it is no v1model program (no main, or main is not a V1Switch)
+        print(f"{e.loc}: warning: {e.message}", file=sys.stderr)
+        if args.p4runtime_files:
+            print(f"{args.p4runtime_files}: not written (no V1Switch main)", file=sys.stderr)
+            return 1
+        return 0
     except P4Error as e:
         print(e, file=sys.stderr)
         return 1

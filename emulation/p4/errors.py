@@ -35,3 +35,10 @@ class P4Error(Exception):
 
 class P4Unsupported(P4Error):
     """A construct the embedded target does not implement (named in the message)."""
+
+
+class P4NotRunnable(P4Error):
+    """The program passed every check of the front end, but it is not a program for the
+    architecture: it has no ``main``, or ``main`` is not the architecture's package (p4c's
+    ``p4test`` accepts such programs; its BMv2 back end does not).  ``saatp p4 check`` reports
+    it as a warning and succeeds; loading the program on a target refuses it."""

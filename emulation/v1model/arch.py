@@ -21,7 +21,7 @@ from emulation.p4 import pyrt
 from emulation.p4.builder import _int_literal
 from emulation.p4.compiler.core import Compiler
 from emulation.p4.compiler.hooks import ArchHooks, InstSym, Out, Scope
-from emulation.p4.errors import P4Error, P4Unsupported
+from emulation.p4.errors import P4Error, P4NotRunnable, P4Unsupported
 from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
 from emulation.p4.types import (AnyT, ArrayT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit)
@@ -844,12 +844,21 @@ def compile_ast(prog: A.Program, filename: str, vectorize: Optional[bool] = None
                       f"this construct is probably not supported yet", comp.cur_loc) from e
 
 
+def _main_loc(prog: A.Program):
+    for d in prog.decls:
+        if getattr(d, "name", None) == "main":
+            return d.loc
+    return prog.decls[-1].loc if prog.decls else None
+
+
 def _compile_ast(comp: Compiler, prog: A.Program, filename: str) -> Program:
     source, blocks = comp.build_module()
     if len(blocks) != 6 or tuple(n for n, _, _ in blocks) != V1SWITCH_PARAMS:
         names = [n for n, _, _ in blocks]
-        raise P4Error(f"main must be a V1Switch(parser, verifyChecksum, ingress, egress, computeChecksum, "
-                      f"deparser) package (got parameters {names})", prog.decls[-1].loc if prog.decls else None)
+        # p4c's front end accepts any package as main; only its BMv2 back end wants a V1Switch
+        raise P4NotRunnable(f"main is not a V1Switch(parser, verifyChecksum, ingress, egress, computeChecksum, "
+                            f"deparser) package (got parameters {names}): the program passes the front end, "
+                            f"but cannot run on the v1model target", _main_loc(prog))
     pdecl = blocks[0][1]
     if not isinstance(pdecl, A.ParserDecl) or len(pdecl.params) != 4:
         raise P4Error("the V1Switch parser must take (packet_in, out H, inout M, inout standard_metadata_t)",

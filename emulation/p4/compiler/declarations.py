@@ -4,7 +4,7 @@ functions and instantiations enter the global scope (``compile`` walks them in o
 from __future__ import annotations
 
 from .. import nodes as A
-from ..errors import Loc, P4Error
+from ..errors import Loc, P4Error, P4NotRunnable
 from ..info import ControllerHeaderInfo, HeaderFieldInfo, SerializableEnumInfo
 from ..types import Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, StringT, StructT, Ty, VarBit
 from .source_writer import Out
@@ -23,7 +23,7 @@ class DeclarationsMixin:
             # p4c type-checks every declaration: report an error inside the program before
             # saying that it has no main (nothing is instantiated, so compile each block once)
             self.check_unused_blocks()
-            raise P4Error("the program has no 'main' package instantiation", Loc(self.info.source, 1, 1))
+            raise P4NotRunnable("the program has no 'main' package instantiation", Loc(self.info.source, 1, 1))
         return main
 
     def check_unused_blocks(self, only: set[str] | None = None) -> None:

@@ -38,12 +38,16 @@ class ModuleMixin:
         calls.ind = 1
         for p, a in zip(params, bound):
             node = a.value
+            nested = self._nested_package(node)
+            if nested is not None:
+                # a package passed to another package (p4c's front end accepts it): its parsers
+                # and controls are checked, but the program is not one package of blocks for
+                # the architecture (blocks then does not match the architecture's package)
+                self._check_nested_package(*nested, node)
+                blocks.append((p.name, None, None))
+                continue
             if isinstance(node, A.Path):
                 s = self.glob.lookup(node.name)
-                if isinstance(s, InstSym) and isinstance(s.ty, BlockT) and isinstance(s.ty.decl, A.PackageDecl):
-                    raise self.err(f"{node.name} is a package instance: a package passed to another package "
-                                   f"({pkg.decl.name}) is not supported; main must be the architecture's "
-                                   f"package of parsers and controls", node)
                 if not isinstance(s, InstSym) or not isinstance(s.ty, BlockT) or \
                         not isinstance(s.ty.decl, (A.ControlDecl, A.ParserDecl)):
                     raise self.err(f"{node.name} is not a parser or control instance (argument {p.name} of "
@@ -51,10 +55,6 @@ class ModuleMixin:
                 d, path, cargs = s.ty.decl, s.full, s.decl.args
             elif isinstance(node, A.CtorCall):
                 s = self.glob.lookup(node.tname)
-                if isinstance(s, TypeSym) and isinstance(s.ty, A.PackageDecl):
-                    raise self.err(f"{node.tname}(...) is a package: a package passed to another package "
-                                   f"({pkg.decl.name}) is not supported; main must be the architecture's "
-                                   f"package of parsers and controls", node)
                 if not isinstance(s, TypeSym) or not isinstance(s.ty, (A.ControlDecl, A.ParserDecl)):
                     raise self.err(f"{node.tname} is not a parser or control declaration", node)
                 d, path, cargs = s.ty, node.tname, node.args
@@ -65,6 +65,9 @@ class ModuleMixin:
             py = f"blk_{p.name}"
             calls(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
             blocks.append((p.name, d, py))
+        if any(d is None for _, d, _ in blocks):
+            self.check_blocks_main_skips()
+            return "", blocks
         src = Out()
         if self._lanes_used:
             src("import numpy as np")
@@ -86,3 +89,43 @@ class ModuleMixin:
             src(f"return {{{', '.join(f'{n!r}: {py}' for n, _, py in blocks)}}}")
         self.check_blocks_main_skips()
         return src.text(), blocks
+
+    def _nested_package(self, node: A.Node):
+        """``(package decl, constructor arguments)`` if ``node`` (an argument of a package) is a
+        package instance or a package constructor call, else None."""
+        if isinstance(node, A.Path):
+            s = self.glob.lookup(node.name)
+            if isinstance(s, InstSym) and isinstance(s.ty, BlockT) and isinstance(s.ty.decl, A.PackageDecl):
+                return s.ty.decl, s.decl.args
+        elif isinstance(node, A.CtorCall):
+            s = self.glob.lookup(node.tname)
+            if isinstance(s, TypeSym) and isinstance(s.ty, A.PackageDecl):
+                return s.ty, node.args
+        return None
+
+    def _check_nested_package(self, pdecl: A.PackageDecl, args: list, node: A.Node) -> None:
+        """Compile (for their errors) the parsers and controls given to a package that is itself
+        an argument of ``main``'s package."""
+        bound = self.bind_args(pdecl.params, args, node, f"package {pdecl.name}")
+        for a in bound:
+            inner = a.value
+            nested = self._nested_package(inner)
+            if nested is not None:
+                self._check_nested_package(*nested, inner)
+                continue
+            if isinstance(inner, A.Path):
+                s = self.glob.lookup(inner.name)
+                if isinstance(s, InstSym) and isinstance(s.ty, BlockT) and \
+                        isinstance(s.ty.decl, (A.ControlDecl, A.ParserDecl)):
+                    d, path, cargs = s.ty.decl, s.full, s.decl.args
+                else:
+                    continue
+            elif isinstance(inner, A.CtorCall):
+                s = self.glob.lookup(inner.tname)
+                if not isinstance(s, TypeSym) or not isinstance(s.ty, (A.ControlDecl, A.ParserDecl)):
+                    continue
+                d, path, cargs = s.ty, inner.tname, inner.args
+            else:
+                continue
+            syms = self.instance_args(d, cargs, self.glob, inner)
+            self.gen_block_instance(d, path, syms, self.glob)

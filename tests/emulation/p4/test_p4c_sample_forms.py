@@ -1,0 +1,75 @@
+"""Forms found in p4c's own test programs (issue #14), written here from the P4_16 spec:
+each test compiles a few lines of our own and checks what the front end or the target does.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from testsupport.p4paths import REPO
+from testsupport.v1model_skeleton import INCLUDES, v1model_program
+
+from emulation.p4.errors import P4Error, P4NotRunnable
+from emulation.v1model.load import compile_source, switch_from_source
+
+V1_BLOCKS = """
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+"""
+
+
+def _check(tmp_path, text: str) -> subprocess.CompletedProcess:
+    f = tmp_path / "prog.p4"
+    f.write_text(text)
+    return subprocess.run([sys.executable, "-m", "emulation.cli", "p4", "check", str(f)],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("main", [
+    # a package given to another package (p4c's front end accepts it)
+    "V1Switch(P(), VC(), I(), E(), C(), D()) sw;\npackage Wrap<H, M>(V1Switch<H, M> s);\nWrap(sw) main;",
+    # a package of the program's own
+    "control Ctl(inout bit<8> x);\npackage Top(Ctl c);\ncontrol K(inout bit<8> x) { apply { x = x + 1; } }\n"
+    "Top(K()) main;",
+    # no main at all
+    "",
+])
+def test_a_program_without_a_v1switch_main_passes_check_but_cannot_run(tmp_path, main):
+    text = INCLUDES + V1_BLOCKS + main + "\n"
+    r = _check(tmp_path, text)
+    assert r.returncode == 0, r.stderr
+    assert "warning" in r.stderr and "prog.p4:" in r.stderr
+    with pytest.raises(P4NotRunnable):
+        compile_source(text, "prog.p4")
+    with pytest.raises(P4NotRunnable):
+        switch_from_source(text, "prog.p4")
+
+
+def test_errors_inside_a_program_without_a_v1switch_main_are_still_reported(tmp_path):
+    text = INCLUDES + "control Ctl(inout bit<8> x);\npackage Top(Ctl c);\n" \
+        "control K(inout bit<8> x) {\n    apply { x = true; }\n}\nTop(K()) main;\n"
+    r = _check(tmp_path, text)
+    assert r.returncode == 1
+    line = text.splitlines().index("    apply { x = true; }") + 1
+    assert f"prog.p4:{line}:" in r.stderr and "warning" not in r.stderr
+
+
+def test_a_v1switch_program_still_runs():
+    sw = switch_from_source(v1model_program("apply { sm.egress_spec = 2; }"), "prog.p4")
+    assert sw.process(0, bytes([1, 2])) == [(2, bytes([1, 2]))]
+
+
+def test_not_runnable_is_a_located_p4_error():
+    with pytest.raises(P4Error) as ei:
+        compile_source(INCLUDES + V1_BLOCKS, "prog.p4")
+    assert str(ei.value).startswith("prog.p4:")
