@@ -297,8 +297,11 @@ class BlocksMixin:
         self._declare_locals(d, path, inner, o, cells, resets)
         self._direct_invocations(d, path, inner, o)
         nl = f"nonlocal {', '.join(cells)}" if cells else None
-        outer_banks = (self._lane_banks, self._lane_bank_lines)
+        outer_banks = (self._lane_banks, self._lane_bank_lines, self._lane_fallbacks, self._lane_cells,
+                       self._lane_fb_indent)
         self._lane_banks, self._lane_bank_lines = {}, []     # register banks of vectorised lanes
+        # the scalar code of vectorised lane groups, as functions beside the actions (lanes.py)
+        self._lane_fallbacks, self._lane_cells, self._lane_fb_indent = [], set(cells), o.ind
         # actions (in declaration order), then tables
         for loc in d.locals:
             if isinstance(loc, A.ActionDecl):
@@ -319,7 +322,10 @@ class BlocksMixin:
                 o(f"return ({', '.join(outs)},)")
         for line in self._lane_bank_lines:
             o(line)
-        self._lane_banks, self._lane_bank_lines = outer_banks
+        for fb in self._lane_fallbacks:
+            o.lines.extend(fb.lines)
+        (self._lane_banks, self._lane_bank_lines, self._lane_fallbacks, self._lane_cells,
+         self._lane_fb_indent) = outer_banks
         o("return apply")
         o.ind -= 1
 

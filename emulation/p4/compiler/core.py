@@ -69,5 +69,8 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
         self.vectorize = False if self.trace else vectorize_default() if vectorize is None else bool(vectorize)
         self._lane_banks: dict[str, tuple] | None = None   # bank -> instances, per control
         self._lane_bank_lines: list[str] = []
+        self._lane_fallbacks: list = []      # Out blocks: out-of-line scalar code of lane groups
+        self._lane_cells: set[str] = set()   # the control's closure cells (for their nonlocal)
+        self._lane_fb_indent = 0             # indentation of the control's actions
         self._lanes_used = False
         self._uses_struct = False      # a header codec uses struct (header_classes)

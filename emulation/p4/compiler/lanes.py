@@ -33,9 +33,12 @@ top-level actions).
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
+import symtable
 import sys
+import textwrap
 from typing import Any
 
 from .. import nodes as A
@@ -55,6 +58,27 @@ _REDUCE = {"|": "np.bitwise_or", "&": "np.bitwise_and", "^": "np.bitwise_xor"}
 def vectorize_default() -> bool:
     """Vectorisation is on unless ``SAATP_P4_VECTORIZE`` is ``0``/``false``/``no``/``off``."""
     return os.environ.get("SAATP_P4_VECTORIZE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _block_names(body: str) -> tuple[set[str], set[str]] | None:
+    """(names used, names assigned) by the statements ``body`` as a function body, or None if
+    the statements cannot move into a function of their own (``return``, ``nonlocal`` ...)."""
+    if not body.strip():
+        return set(), set()
+    src = "def _f():\n" + textwrap.indent(body, "    ") + "\n"
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    fdef = tree.body[0]
+    for node in ast.walk(fdef):
+        if node is not fdef and isinstance(node, (ast.Return, ast.Nonlocal, ast.Global, ast.Yield, ast.YieldFrom,
+                                                  ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef)):
+            return None
+    table = symtable.symtable(src, "<lanes>", "exec").get_children()[0]
+    used = {sym.get_name() for sym in table.get_symbols()}
+    assigned = {sym.get_name() for sym in table.get_symbols() if sym.is_assigned()}
+    return used, assigned
 
 
 class _NoLanes(Exception):
@@ -173,6 +197,7 @@ class LanesMixin:
         # reported as without vectorisation) and run when the shared index is out of bounds
         scalar = Out()
         scalar.ind = out.ind + 1
+        before = self._function_locals(scope)
         for s in group:
             self.stmt(s, scope, scalar, fn)
         self._lanes_used = True
@@ -189,8 +214,52 @@ class LanesMixin:
             for line in vec:
                 out(line)
         out("else:")
-        out.lines.extend(scalar.lines)
+        self._scalar_fallback(scalar, before, self._function_locals(scope), out)
         return True
+
+    def _function_locals(self, scope) -> set[str]:
+        """Python names of the P4 variables and parameters in ``scope`` that are locals of the
+        function being generated (not the control's closure cells)."""
+        names = set()
+        s = scope
+        while s is not None:
+            for v in s.syms.values():
+                if isinstance(v, Var) and v.py not in self._lane_cells:
+                    names.add(v.py)
+            s = s.parent
+        return names
+
+    def _scalar_fallback(self, scalar: Out, before: set[str], after: set[str], out: Out) -> None:
+        """The else branch of a lane group: a call of its scalar code, compiled as a function of
+        its own beside the control's actions.  Inline, the K unrolled lanes would make the
+        function holding the group carry thousands of locals and closure cells, which CPython
+        sets up and clears on *every* call (COPY_FREE_VARS, the frame's locals), vector path
+        included: at K = 1024 that cost 20-50 us per call.  The function gets the enclosing
+        function's locals it uses as arguments and returns those it assigns; the control's
+        cells it assigns are ``nonlocal`` in it.  (Code that may ``return`` stays inline.)"""
+        body = textwrap.dedent("\n".join(scalar.lines))
+        names = _block_names(body)
+        if names is None:
+            out.lines.extend(scalar.lines)
+            return
+        used, assigned = names
+        args = sorted(n for n in used if n in before)
+        rets = sorted(n for n in assigned if n in before or n in after)
+        cells = sorted(n for n in assigned if n in self._lane_cells)
+        name = self.fresh("lanes_scalar")
+        fb = Out()
+        fb.ind = self._lane_fb_indent
+        with fb.block(f"def {name}({', '.join(args)}):"):
+            if cells:
+                fb(f"nonlocal {', '.join(cells)}")
+            fb.lines.extend("    " * fb.ind + ln if ln else ln for ln in body.splitlines())
+            if rets:
+                fb(f"return ({', '.join(rets)},)")
+        self._lane_fallbacks.append(fb)
+        call = f"{name}({', '.join(args)})"
+        out.ind += 1
+        out(f"({', '.join(rets)},) = {call}" if rets else call)
+        out.ind -= 1
 
     def lane_bank(self, insts: tuple) -> tuple[str, str]:
         """(bank variable, row selector) for the register-like instances ``insts``, making a
