@@ -16,6 +16,7 @@ limits with p4c's own words and diagnostic names, at ``file:line:col``:
 * ``if`` and ``switch`` in the deparser (``[--Werror=unsupported]``: "IfStatement: not supported
   within a deparser on this target");
 * ``for`` loops (``[--Werror=unsupported]``: "BMV2 does not support loops");
+* a ``switch`` inside an action ("switch statements not supported in actions on this target");
 * ``a ? b : c ? d : e`` without parentheses around the inner ``?:``: p4c's grammar
   (``p4parser.ypp``: ``%precedence QUESTION`` below ``%precedence COLON``) groups it as
   ``(a ? b : c) ? d : e``, and refuses it when ``c`` is not of ``b``'s type (the usual case,
@@ -110,6 +111,10 @@ def _check_node(n: object, in_parser: bool) -> list[P4Error]:
                                    f"supports it; use {_REMOVED_EXTERN_FUNCTIONS[name]})")]
     if isinstance(n, (A.For, A.ForRange)):
         return [_err(n, "unsupported", "BMV2 does not support loops")]
+    if isinstance(n, A.ActionDecl):
+        # p4c's BMv2 back end turns an action into a list of primitives: no switch there
+        return [_err(x, "unsupported", "SwitchStatement: switch statements not supported in actions on this target")
+                for x, _ in _walk(n.body, False) if isinstance(x, A.Switch)][:1]
     if isinstance(n, A.Transition) and n.select:
         return _negative_select_cases(n)
     if isinstance(n, A.Cond) and isinstance(n.f, A.Cond) and _char_before(n.f.loc) == ":":

@@ -164,6 +164,11 @@ class CallsMixin:
             expr_ctx = True
         else:
             expr_ctx = False
+        if isinstance(f, A.TypeMember) and id(f) not in self._direct_insts:
+            m = self.shadowed_type_member(f, scope)
+            if m is not None:
+                f = m
+                e = A.Call(loc=e.loc, func=m, args=e.args, type_args=e.type_args)
         # method calls
         if isinstance(f, A.Member):
             name = f.name

@@ -81,6 +81,10 @@ class DeclarationsMixin:
         elif isinstance(d, A.SerEnumDecl):
             self._check_redecl(name, d, g)
             self._check_unique_members(d, [m for m, _ in d.members], f"enum {name}")
+            if isinstance(d.type, A.TName) and d.type.name in self._newtype_names():
+                # p4c: a serializable enum's type is bit<W> or int<W> (a typedef of one), never a
+                # ``type`` (P4_16 spec 7.2.1)
+                raise self.err(f"{d.type.name}: Illegal type for enum; only bit<> and int<> are allowed", d.type)
             rt = self.resolve_type(d.type, g)
             if not isinstance(rt, Bits):
                 raise self.err(f"a serializable enum needs a bit<W> or int<W> type, not {rt}", d)
@@ -95,6 +99,8 @@ class DeclarationsMixin:
                 name, rt.width, [(m, vals[m] & rt.mask) for m, _ in d.members]))
         elif isinstance(d, A.TypedefDecl):
             self._check_redecl(name, d, g)
+            if d.newtype or (isinstance(d.type, A.TName) and d.type.name in self._newtype_names()):
+                self._newtype_names().add(name)     # a ``type``, or a typedef of one
             ty = self.resolve_type(d.type, g)
             if d.newtype and not isinstance(ty, (Bits, BoolT)):
                 # P4_16 spec 7.6 (``type``): only base types or other ``type`` names; p4c: "`type'
@@ -200,6 +206,22 @@ class DeclarationsMixin:
             v = int(code)
         scope.syms[d.name] = Const(v, ty)
 
+    def _newtype_names(self) -> set:
+        """Names declared with ``type`` (and typedefs of them)."""
+        if not hasattr(self, "_newtypes"):
+            self._newtypes = set()
+        return self._newtypes
+
+    def _check_match_annotation(self, f) -> None:
+        """``@match(k)`` on a field (a value set's struct) names a match kind (p4c: "value must
+        be a match_kind")."""
+        body = f.annotations.get("match")
+        if body is None:
+            return
+        text = "".join(getattr(t, "value", str(t)) for t in body)
+        if not (len(body) == 1 and text in self.match_kinds):
+            raise self.err(f"{text}: value must be a match_kind", f)
+
     def declare_fields_type(self, d, scope) -> Ty:
         fields = []
         fann = {}
@@ -219,6 +241,7 @@ class DeclarationsMixin:
                                f"not {ft}", f)
             if isinstance(ft, (ExternT, BlockT, StringT)):
                 raise self.err(f"field {f.name} cannot have type {ft}", f)
+            self._check_match_annotation(f)
             fields.append((f.name, pyfield(f.name), ft))
             fann[f.name] = f.annotations
         cls = ("H_" if isinstance(d, A.HeaderDecl) else "S_") + d.name

@@ -68,7 +68,21 @@ class ExpressionsMixin:
             raise self.err(f"{e.name} is a type, not a value", e)
         return e.name, AnyT()
 
+    def shadowed_type_member(self, e: A.TypeMember, scope: Scope):
+        """``p.f`` where the lexer saw a type name ``p`` that the scope binds to a value (a
+        parameter or local named like a type, ``parser p(packet_in p, ...)``): the innermost
+        declaration wins (P4_16 spec 6.3), so it is the member ``f`` of that value."""
+        if e.tname == "error":
+            return None
+        s = scope.lookup(e.tname)
+        if s is None or isinstance(s, TypeSym):
+            return None
+        return A.Member(loc=e.loc, obj=A.Path(loc=e.loc, name=e.tname), name=e.name)
+
     def x_TypeMember(self, e: A.TypeMember, scope: Scope, want):
+        m = self.shadowed_type_member(e, scope)
+        if m is not None:
+            return self.x_Member(m, scope, want)
         if e.tname == "error":
             if e.name not in self.errors_list:
                 raise self.err(f"error.{e.name}: no such error", e)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import P4Unsupported
-from ..types import BoolT, ExternT, StructT, Ty, ValueSetT, VoidT
+from ..types import Bits, BoolT, EnumT, ErrorT, ExternT, InfInt, StructT, Ty, ValueSetT, VoidT
 from .source_writer import Out
-from .symbols import FnCtx, InstSym, Scope
+from .symbols import Const, FnCtx, InstSym, Scope, TypeSym
 
 
 class ParsersMixin:
@@ -113,6 +113,11 @@ class ParsersMixin:
         keys = []
         for i, e in enumerate(t.select):
             c, ty = self.expr(e, scope)
+            if not isinstance(ty, (Bits, BoolT, EnumT, ErrorT, InfInt)):
+                # p4c (type checking of SelectExpression): only scalar keys; a struct, header,
+                # stack or varbit key is refused at the key
+                what = "with a component of type" if not isinstance(ty, StructT) else "with type"
+                raise self.err(f"expression {self.key_name(e)} {what} '{ty}' cannot be used in 'select'", e)
             k = self.fresh("k")
             o(f"{k} = {c}")
             keys.append((k, ty, e))
@@ -179,6 +184,35 @@ class ParsersMixin:
             shift += w
         return f"{vs.py}.match({' | '.join(reversed(parts))})"
 
+    def require_constant_keyset(self, e: A.Expr, scope: Scope) -> None:
+        """A select case (value, mask, range bound) must be known at compile time (p4c: "no
+        function calls allowed in this context" for a call, "expression must evaluate to a
+        constant" for a variable); the error is at the first such sub-expression."""
+        def bad(x):
+            if isinstance(x, A.Call):
+                return x
+            if isinstance(x, A.Path):
+                s = (scope.root() if x.top else scope).lookup(x.name)
+                return None if s is None or isinstance(s, (Const, TypeSym)) else x
+            if isinstance(x, A.Member):
+                return bad(x.obj)
+            if isinstance(x, A.Node):
+                for v in vars(x).values():
+                    r = bad(v)
+                    if r is not None:
+                        return r
+            elif isinstance(x, (list, tuple)):
+                for v in x:
+                    r = bad(v)
+                    if r is not None:
+                        return r
+            return None
+        x = bad(e)
+        if isinstance(x, A.Call):
+            raise self.err(f"{self.key_name(x.func)}: no function calls allowed in this context", x)
+        if x is not None:
+            raise self.err(f"{self.key_name(x)}: expression must evaluate to a constant", x)
+
     def keyset_cond(self, k: str, kty: Ty, it: A.Expr, scope: Scope) -> str:
         if isinstance(it, A.KsDefault):
             return "True"
@@ -187,6 +221,13 @@ class ParsersMixin:
             if isinstance(vs, InstSym) and isinstance(vs.ty, ValueSetT):
                 self.check_assignable(kty, vs.ty.elem, it)
                 return f"{vs.py}.match({k})"
+        self.require_constant_keyset(it, scope)
+        if isinstance(it, A.KsRange):
+            lo, hi = self.const_eval(it.lo, scope), self.const_eval(it.hi, scope)
+            if isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool) and lo > hi \
+                    and not getattr(kty, "signed", False):
+                raise self.err(f"{self.key_name(it.lo)}..{self.key_name(it.hi)}: range end is less than start",
+                               it.lo)
         if isinstance(it, A.KsMask):
             vc, vt = self.expr(it.value, scope, kty)
             mc, mt = self.expr(it.mask, scope, kty)

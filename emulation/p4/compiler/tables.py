@@ -6,7 +6,7 @@ import re
 
 from .. import nodes as A
 from ..info import KeyInfoP, TableActionRef, TableInfo
-from ..types import Bits, BoolT, EnumT, ErrorT, HeaderT
+from ..types import Bits, BoolT, EnumT, ErrorT, HeaderT, InfInt
 from .source_writer import Out
 from .symbols import ActionSym, FnCtx, InstSym, Scope, TableSym, Var
 
@@ -85,6 +85,14 @@ class TablesMixin:
         d = t.decl
         self.cur_loc = d.loc
         self.claim_cp_name("table", t.full, d)
+        # one table declaration in two control instances: each instance is a table of its own,
+        # so an absolute @name(".t") gives two tables one P4Info name (p4c: "Name 't' is used
+        # for multiple table objects in the P4Info message")
+        seen = self.__dict__.setdefault("_cp_table_paths", {})
+        first = seen.setdefault(t.full, path)
+        if first != path:
+            raise self.err(f"Name '{t.full}' is used for multiple table objects in the P4Info message "
+                           f"(table {d.name} in {first} and in {path})", d)
         keys = []
         kcodes = []
         sel_codes = []      # (code, width, validity code or None) of the ``selector`` keys, hashed by the selector
@@ -156,6 +164,12 @@ class TablesMixin:
             else:
                 wrappers.append(s.py)
         t.actions = acts
+        # p4c type-checks the entries before the default action: an entry with a @defaultonly
+        # action is reported first
+        for en in d.entries or ():
+            es = scope.lookup(en.action.name)
+            if any(x is es and "defaultonly" in r.annotations for x, r in acts):
+                raise self.err(f"{en.action.name}: action marked with @defaultonly used in a table entry", en)
         # default action
         dflt_name, dflt_args, const_dflt = None, [], False
         if "default_action" in d.props:
@@ -284,6 +298,11 @@ class TablesMixin:
         out = []
         for p, a in zip(params, args):
             pt = self.resolve_type(p.type, scope)
+            _, at = self.expr(a.value, scope, pt)
+            if not isinstance(at, InfInt):
+                # a typed argument must have the parameter's type (no implicit cast of bit<W>
+                # to a serializable enum, nor between widths)
+                self.check_assignable(pt, at, a.value)
             v = self.const_eval(a.value, scope)
             if v is None:
                 c, _ = self.expr(a.value, scope, pt)

@@ -80,7 +80,13 @@ class TypeCheckMixin:
         if isinstance(to, EnumT) and isinstance(frm, EnumT) and to is frm:
             return
         if isinstance(to, (HeaderT, StructT)) and isinstance(frm, TupleT):
-            return
+            if not _names_a_value(node):
+                return      # a list expression { ... } initialises a struct or header
+            # a value of a tuple type is not a struct (p4c: "Cannot cast implicitly type
+            # 'tuple<...>' to type 'struct ...'")
+            raise self.err(f"type mismatch: cannot use a value of type {frm} where {to} is expected", node)
+        if isinstance(frm, EnumT) and frm.repr is not None and isinstance(to, Bits) and same(to, frm.repr):
+            return      # P4_16 spec 8.11.2: a serializable enum converts implicitly to its type
         if isinstance(to, StructT) and isinstance(frm, StructT) and frm.name == "":
             return
         if not same(to, frm):
@@ -116,3 +122,10 @@ class TypeCheckMixin:
         if isinstance(t, EnumT) and t.repr is not None:
             return t.repr.width
         raise self.err(f"type {t} cannot be used here (it has no bit width)", node)
+
+
+def _names_a_value(node) -> bool:
+    """Whether ``node`` is an expression naming a stored value (a variable, a field, an
+    element), as opposed to a list/struct expression written in place."""
+    node = getattr(node, "value", node) if isinstance(node, A.Arg) else node
+    return isinstance(node, (A.Path, A.Member, A.Index))

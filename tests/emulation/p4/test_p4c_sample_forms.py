@@ -73,3 +73,52 @@ def test_not_runnable_is_a_located_p4_error():
     with pytest.raises(P4Error) as ei:
         compile_source(INCLUDES + V1_BLOCKS, "prog.p4")
     assert str(ei.value).startswith("prog.p4:")
+
+
+def test_a_parameter_named_like_its_parser_hides_the_parser_type():
+    # P4_16 spec 6.3: the innermost declaration wins; `p.extract` is the packet_in parameter p
+    text = INCLUDES + """
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { }
+parser p(packet_in p, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply { hdr.h.b = hdr.h.a + 1; sm.egress_spec = 3; }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(p(), VC(), I(), E(), C(), D()) main;
+"""
+    sw = switch_from_source(text, "prog.p4")
+    assert sw.process(0, bytes([0x41, 0, 9])) == [(3, bytes([0x41, 0x42, 9]))]
+
+
+SERENUM_TOP = "enum bit<8> kind_t { A = 0x0A, B = 0x0B }"
+
+
+def test_a_serializable_enum_converts_implicitly_to_its_bit_type():
+    # P4_16 spec 8.11.2: an enum with an underlying type casts implicitly to that type
+    body = """
+    action put(in bit<8> v) { hdr.h.b = v; }
+    apply {
+        kind_t k = kind_t.B;
+        if (hdr.h.a == 1) { k = kind_t.A; }
+        bit<8> x = k;
+        put(k);
+        hdr.h.a = x + 1;
+        sm.egress_spec = 1;
+    }"""
+    sw = switch_from_source(v1model_program(body, SERENUM_TOP), "prog.p4")
+    assert sw.process(0, bytes([1, 0])) == [(1, bytes([0x0B, 0x0A]))]
+    assert sw.process(0, bytes([7, 0])) == [(1, bytes([0x0C, 0x0B]))]
+
+
+def test_bits_do_not_convert_implicitly_to_a_serializable_enum():
+    body = "apply { kind_t k = hdr.h.a; }"
+    with pytest.raises(P4Error) as ei:
+        compile_source(v1model_program(body, SERENUM_TOP), "prog.p4")
+    assert "type mismatch" in ei.value.message and "kind_t" in ei.value.message
