@@ -62,6 +62,10 @@ class Switch:
         self.log = log
         self._clock = clock or time.monotonic
         self._t0 = self._clock()
+        if clock is None:       # the real clock: integer nanoseconds, no float arithmetic per packet
+            self._t0_ns = time.monotonic_ns()
+            self._t0 = self._t0_ns / 1e9      # the same origin for users of _clock (queues.py)
+            self.now_us = self._now_us_real
         self.pre = PRE()
         self.digests: list[tuple[str, int, dict[str, int]]] = []
         self.port_stats: dict[int, list[int]] = {}
@@ -89,6 +93,9 @@ class Switch:
     # ------------------------------------------------------------------ time
     def now_us(self) -> int:
         return int((self._clock() - self._t0) * 1e6) & ((1 << 48) - 1)
+
+    def _now_us_real(self, _ns=time.monotonic_ns, _mask=(1 << 48) - 1) -> int:
+        return (_ns() - self._t0_ns) // 1000 & _mask
 
     # ------------------------------------------------------- egress queues
     queues: Any = None   # EgressQueues (emulation/v1model/queues.py) once attached
@@ -162,8 +169,10 @@ class Switch:
             dp._ig(hdr, meta, sm)
         except _P4Exit:
             pass
+        if rt.frame is None and sm.mcast_grp:
+            return self._multicast(phv, payload, base, out)
         pp = (phv, payload, base, None)
-        if rt.frame is not None or sm.mcast_grp:
+        if rt.frame is not None:
             work: deque = deque()
             self._finish_ingress(port, data, pp, rt.frame, work)
             self._run_work(work, out)
@@ -212,6 +221,60 @@ class Switch:
             s = ps[es] = [0, 0, 0, 0]
         s[2] += 1
         s[3] += len(b)
+        return out
+
+    def _multicast(self, phv: tuple, payload: bytes, base: int, out: list) -> list[tuple[int, bytes]]:
+        """The end of an ingress pass that asked for multicast and nothing else: what
+        :meth:`_finish_ingress` and :meth:`_run_work` do for it, written out (aggregation
+        programs multicast every result).  Every replica gets its own PHV, all copied before any
+        egress runs; the last takes the packet's own.  A replica whose egress asks for a clone,
+        a recirculation or a truncation continues in the traffic manager's work queue, which
+        runs after the last replica, as in :meth:`_run_work`."""
+        dp, rt = self.dp, self.rt
+        reps = self.pre.replicas(phv[2].mcast_grp)
+        n = len(reps)
+        copies = [dp.copy_phv(phv) for _ in range(n - 1)]
+        copies.append(phv)
+        drop = self.drop_port
+        uses_ts, uses_plen, eg_live, ck_live = self._uses_ts, self._uses_plen, dp._eg_live, dp._ck_live
+        eg, ck, dep = dp._eg, dp._ck, dp._dep
+        po = self._pkt_out
+        work: deque | None = None
+        for (p, rid), cp in zip(reps, copies):
+            hdr, meta, sm = cp
+            sm.egress_rid = rid
+            sm.egress_port = p
+            sm.egress_spec = 0
+            sm.instance_type = REPLICATION
+            if uses_ts:
+                sm.egress_global_timestamp = self.now_us()
+            if uses_plen:
+                sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
+            rt.frame = None
+            if eg_live:
+                rt.sm = sm
+                try:
+                    eg(hdr, meta, sm)
+                except _P4Exit:
+                    pass
+            if rt.frame is not None:
+                if work is None:
+                    work = deque()
+                self._finish_egress((cp, payload, base, None), p, rt.frame, work, out)
+                continue
+            if sm.egress_spec == drop:
+                continue
+            if ck_live:
+                rt.payload = payload
+                ck(hdr, meta)
+            po.parts = parts = []
+            dep(po, hdr)
+            if payload:
+                parts.append(payload)
+            out.append((p, b"".join(parts) if len(parts) != 1 else parts[0]))
+        if work:
+            self._run_work(work, out, passes=1 + n)
+        self._count_out(out)
         return out
 
     def _count_out(self, out: list[tuple[int, bytes]]) -> None:

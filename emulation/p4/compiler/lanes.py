@@ -435,7 +435,13 @@ class _LaneGen:
         if ty != lt:
             raise _NoLanes("type mismatch")
         self.reduction_targets.add(ch)
-        self.out.extend(assign(f"({lc} {rhs.op} int({_REDUCE[rhs.op]}.reduce({code})))"))
+        lo, hi = self._range(code, ty)
+        if rhs.op == "|" and 0 <= lo and hi <= 1:
+            # an OR of flags (SA-ATP's overflow bits): count_nonzero is 3x cheaper than a reduce
+            red = f"(1 if np.count_nonzero({code}) else 0)"
+        else:
+            red = f"int({_REDUCE[rhs.op]}.reduce({code}))"
+        self.out.extend(assign(f"({lc} {rhs.op} {red})"))
 
     def call(self, call: A.Call) -> None:
         if not isinstance(call.func, A.Member) or id(call.func.obj) not in self.varying:

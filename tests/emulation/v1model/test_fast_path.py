@@ -56,3 +56,28 @@ def test_short_frame_then_full_frame():
     again = sw.process(1, frame)
     assert first == again and len(first) == 1 and first[0][0] == 2
     assert first[0][1].endswith(b"payload!")
+
+
+def test_multicast_replicas_with_egress_requests():
+    """The multicast fast path (``Switch._multicast``) hands a replica whose egress asks for a
+    clone, a truncation or a recirculation to the work queue, after the other replicas, as the
+    logged path does: same frames, same order, same port statistics."""
+    p4 = paths.REPO / "tests" / "emulation" / "v1model" / "programs" / "mcast_egress_requests.p4"
+    lines: list[str] = []
+    fast, logged = load_switch(str(p4)), load_switch(str(p4), log=lines.append)
+    for sw in (fast, logged):
+        sw.mc_set_group(1, [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5)])
+        sw.mirroring_add(5, egress_port=9)
+    frame = bytes([0xAB, 0, 0, 0]) + bytes(range(40))
+    for _ in range(3):
+        a, b = fast.process(3, frame), logged.process(3, frame)
+        assert a == b
+    assert lines
+    ports = [p for p, _ in a]
+    # replicas on ports 1, 2 (cloned), 3 (truncated), 5 (rid 4 dropped), 6 in order; then the
+    # E2E clone (port 9) and the recirculated replica's second pass (port 7)
+    assert ports == [1, 2, 3, 6, 9, 7], ports
+    by_port = dict(a)
+    assert len(by_port[3]) == 20 and by_port[9][1] == 0xC0 and by_port[7][1] == 0   # egress ran again
+    assert by_port[1][1] == 0 and by_port[6][1] == 5
+    assert fast.port_stats == logged.port_stats
