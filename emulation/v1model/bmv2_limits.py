@@ -230,7 +230,8 @@ def _from_include_dir(d: object) -> bool:
 def _is_literal(e: object) -> bool:
     while isinstance(e, A.Cast):
         e = e.e
-    return isinstance(e, A.IntLit)
+    # a call of a function that returns one constant: p4c inlines it and propagates the value
+    return isinstance(e, A.IntLit) or getattr(e, "const_value", None) is not None
 
 
 def _type_width(t: object, typedefs: dict, depth: int = 0) -> int | None:

@@ -256,6 +256,11 @@ class CallsMixin:
                 saved = self._cur_fn, self._stmt_out, self._lv_roots, self.cur_loc
                 self.ensure_function(s, scope)      # may compile the callee's body now
                 self._cur_fn, self._stmt_out, self._lv_roots, self.cur_loc = saved
+                cv = self.constant_return(s)
+                if cv is not None:
+                    # p4c inlines the function and propagates the constant it returns: the call
+                    # then counts as that constant where p4c needs one (a divisor, a shift)
+                    e.const_value = cv
                 params = s.decl.params
                 codes, wbs = self.gen_call_args(params, [t for _, _, t in s.params], e.args, scope, e,
                                                 f"function {f.name}")
@@ -287,6 +292,24 @@ class CallsMixin:
                 return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
             raise self.err(f"{f.name} is not callable", f)
         raise self.err("this expression is not callable", e)
+
+    def constant_return(self, fs) -> Optional[int]:
+        """The compile-time value every ``return`` of function ``fs`` gives, or None."""
+        vals = []
+
+        def walk(x):
+            if isinstance(x, A.Return):
+                vals.append(self.const_eval(x.value, self.glob) if x.value is not None else None)
+            elif isinstance(x, A.Node):
+                for v in vars(x).values():
+                    walk(v)
+            elif isinstance(x, (list, tuple)):
+                for v in x:
+                    walk(v)
+        walk(fs.decl.body)
+        if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals) and len(set(vals)) == 1:
+            return vals[0]
+        return None
 
     def _positional(self, call: A.Call, decls: list, what: str) -> A.Call:
         """A call of an extern function or method with named arguments (``verify_checksum(

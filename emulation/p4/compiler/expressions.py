@@ -341,8 +341,8 @@ class ExpressionsMixin:
             try:
                 d = int(rc)
             except ValueError:
-                d = None
-            consts = d is not None and lc.lstrip("-").isdigit()
+                d = getattr(e.r, "const_value", None)     # a call of a function returning a constant
+            consts = d is not None and (lc.lstrip("-").isdigit() or getattr(e.l, "const_value", None) is not None)
             if not consts and (d is None or d <= 0 or d & (d - 1)):
                 raise self.err(f"{op}: could not evaluate expression at compilation time (p4c computes a "
                                f"division or modulo only on constants or by a power of two)", e)

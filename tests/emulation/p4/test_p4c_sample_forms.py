@@ -122,3 +122,28 @@ def test_bits_do_not_convert_implicitly_to_a_serializable_enum():
     with pytest.raises(P4Error) as ei:
         compile_source(v1model_program(body, SERENUM_TOP), "prog.p4")
     assert "type mismatch" in ei.value.message and "kind_t" in ei.value.message
+
+
+def test_a_function_returning_one_constant_counts_as_that_constant():
+    # p4c inlines the function and propagates its constant return value: a division by it, or
+    # a shift by it, is then computable (p4c-bm2-ss accepts); the call still runs (side effect)
+    top = """
+bit<8> two(inout bit<8> seen) { seen = seen + 1; return 8w2; }
+bit<16> four() { return 16w4; }"""
+    body = """
+    apply {
+        bit<8> n = 0;
+        hdr.h.b = hdr.h.a / two(n);
+        bit<16> w = 16w0x0100 >> four();
+        hdr.h.a = (bit<8>)w + n;
+        sm.egress_spec = 1;
+    }"""
+    sw = switch_from_source(v1model_program(body, top), "prog.p4")
+    assert sw.process(0, bytes([9, 0])) == [(1, bytes([0x10 + 1, 4]))]
+
+
+def test_a_division_by_a_function_that_may_return_other_values_is_still_refused():
+    top = "bit<8> pick(in bit<8> x) { if (x == 0) { return 8w2; } return 8w3; }"
+    with pytest.raises(P4Error) as ei:
+        compile_source(v1model_program("apply { hdr.h.b = hdr.h.a / pick(hdr.h.a); }", top), "prog.p4")
+    assert "could not evaluate" in ei.value.message
