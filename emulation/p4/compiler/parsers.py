@@ -42,6 +42,10 @@ class ParsersMixin:
             raise self.err(f"parser {d.name} has no start state", d)
         self.check_parser_terminates(d, states)
         spy = {n: self.fresh("st_" + n) for n in states}
+        # an acyclic state graph (no header-stack loop): each state calls the next one itself and
+        # apply calls start, instead of the trampoline loop that guards against endless loops
+        direct = not self.trace and len(states) <= 64 and _acyclic(states)
+        outer_direct, self._parser_direct = getattr(self, "_parser_direct", False), direct
         for s in d.states:
             with o.block(f"def {spy[s.name]}():"):
                 if nl:
@@ -52,14 +56,19 @@ class ParsersMixin:
                     o(f"TR.state({s.name!r})")
                     self._trace_state = s.name
                 self.stmts(s.stmts, sc, o, fn)
+                self._parser_direct = direct      # (a state may have generated another parser)
                 self.gen_transition(s.transition, sc, o, spy)
+        self._parser_direct = outer_direct
         with self._apply_def(pys, nl, resets, o):
-            o(f"st = {spy['start']}")
-            o("n = 0")
-            with o.block("while st is not None:"):
-                o("st = st()")
-                o("n += 1")
-                o("if n > 100000: raise ParserReject(5)")
+            if direct:
+                o(f"{spy['start']}()")
+            else:
+                o(f"st = {spy['start']}")
+                o("n = 0")
+                with o.block("while st is not None:"):
+                    o("st = st()")
+                    o("n += 1")
+                    o("if n > 100000: raise ParserReject(5)")
             if outs:
                 o(f"return ({', '.join(outs)},)")
         o("return apply")
@@ -102,6 +111,8 @@ class ParsersMixin:
             return "raise ParserReject(0)"
         if name not in spy:
             raise self.err(f"no state named {name}", node)
+        if getattr(self, "_parser_direct", False):
+            return f"return {spy[name]}()"
         return f"return {spy[name]}"
 
     def gen_transition(self, t: A.Transition, scope: Scope, o: Out, spy: dict) -> None:
@@ -239,3 +250,32 @@ class ParsersMixin:
         c, t = self.expr(it, scope, kty)
         self.check_assignable(kty, t, it)
         return f"{k} == {c}"
+
+
+def _acyclic(states: dict) -> bool:
+    """No state can be reached again from itself (following every transition target)."""
+    color: dict = {}
+
+    def succ(st):
+        t = st.transition
+        if t is None:
+            return []
+        if t.state is not None:
+            return [t.state]
+        return [c.state for c in t.cases]
+
+    def visit(n) -> bool:
+        if n not in states:
+            return True
+        c = color.get(n)
+        if c == 1:
+            return False
+        if c == 2:
+            return True
+        color[n] = 1
+        for m in succ(states[n]):
+            if not visit(m):
+                return False
+        color[n] = 2
+        return True
+    return all(visit(n) for n in states)
