@@ -26,6 +26,7 @@ class ParamInfo(Annotated):
     name: str = ""
     width: int = 0
     enum: str = ""          # the serializable enum it is declared with, if any
+    type_name: str = ""     # the ``type`` (new type) it is declared with, if any
 
 
 @dataclass
@@ -40,6 +41,10 @@ class KeyInfoP(Annotated):
     name: str = ""          # the key expression as written (``hdr.ipv4.dstAddr``) or its @name
     match_kind: str = ""    # exact | lpm | ternary | range | optional
     width: int = 0
+    enum: str = ""          # the key's serializable enum type, if any
+    type_name: str = ""     # the key's ``type`` (new type), if any
+    is_error: bool = False  # the key is of type ``error``
+    position: int = -1      # index among all the table's key elements (``selector`` ones included)
 
 
 @dataclass
@@ -64,6 +69,13 @@ class TableInfo(Annotated):
     direct_counter: str | None = None     # name of the direct_counter bound to the table
     direct_meter: str | None = None
     implementation: str | None = None     # the action profile/selector of an indirect table
+    # where the table is applied (filled while the controls' apply blocks are compiled); an
+    # empty list: never applied, which p4c's front end removes ("Table t is not used;
+    # removing"); None: not known
+    applied_sites: list | None = None
+    # the annotations of every key element in order, ``selector`` ones included (p4c numbers
+    # match fields over all key elements)
+    key_annotations: list = field(default_factory=list)
 
 
 @dataclass
@@ -83,6 +95,10 @@ class HeaderFieldInfo:
     name: str
     width: int
     enum: str = ""          # the serializable enum it is declared with, if any
+    annotations: dict = field(default_factory=dict)
+    is_bool: bool = False
+    signed: bool = False
+    type_name: str = ""     # the ``type`` (new type) it is declared with, if any
 
 
 @dataclass
@@ -107,6 +123,18 @@ class SerializableEnumInfo:
 
 
 @dataclass
+class NewTypeInfo:
+    """A ``type`` declaration (``type bit<9> Port_t``), for P4Info ``type_info.new_types``."""
+    name: str
+    width: int
+    signed: bool = False
+    annotations: dict = field(default_factory=dict)
+    # ``@p4runtime_translation("uri", W)`` (or ``string``): the controller sees W bits / a string
+    translation_uri: str | None = None
+    sdn_bitwidth: int | None = None       # None with a translation: ``sdn_string``
+
+
+@dataclass
 class ProgramInfo:
     source: str = ""        # main file path
     arch: str = "v1model"
@@ -121,6 +149,9 @@ class ProgramInfo:
     # whether a control calls an extern function (p4c then writes an empty ``type_info``)
     actions_called_from_apply: set[str] = field(default_factory=set)
     calls_extern_functions: bool = False
+    new_types: dict = field(default_factory=dict)       # name -> NewTypeInfo
+    error_members: list = field(default_factory=list)  # the ``error`` members in declaration order
+    main_annotations: dict = field(default_factory=dict)   # annotations of ``main`` (@pkginfo ...)
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:
@@ -133,3 +164,40 @@ class ProgramInfo:
             if a.name == name:
                 return a
         raise KeyError(name)
+
+
+def new_type_info(name: str, width: int, signed: bool, annotations: dict[str, str]) -> NewTypeInfo:
+    """The :class:`NewTypeInfo` of ``type bit<W> name`` with its annotations (raw text bodies).
+
+    ``@p4runtime_translation("uri", W)`` or ``@p4runtime_translation("uri", string)`` makes
+    the controller see W bits or a string (P4Runtime spec, "Translation of port numbers";
+    p4c ``typeSpecConverter.cpp``)."""
+    info = NewTypeInfo(name, width, signed, dict(annotations))
+    body = annotations.get("p4runtime_translation")
+    if body is not None:
+        uri, _, ctype = body.partition(",")
+        info.translation_uri = uri.strip().strip('"')
+        ctype = ctype.strip()
+        info.sdn_bitwidth = None if ctype == "string" else int(ctype, 0)
+    return info
+
+
+def header_field_info(name: str, ty: object, annotations: dict[str, str] | None = None) -> HeaderFieldInfo:
+    """The P4Info view of a field of a controller header or a digest struct (its resolved type
+    ``ty``): the width (a serializable enum's underlying ``bit<W>``, one bit for ``bool``),
+    and what p4c's TypeSpecConverter names (bool, signedness, serializable enum, new type)."""
+    from .types import Bits, BoolT, EnumT
+    if isinstance(ty, Bits):
+        return HeaderFieldInfo(name, ty.width, "", dict(annotations or {}), signed=ty.signed,
+                               type_name=ty.newtype)
+    if isinstance(ty, EnumT) and ty.repr is not None:
+        return HeaderFieldInfo(name, ty.repr.width, ty.name, dict(annotations or {}))
+    return HeaderFieldInfo(name, 1, "", dict(annotations or {}), is_bool=isinstance(ty, BoolT))
+
+
+def key_type_info(ty: object) -> dict:
+    """What P4Info says about a table key's type beyond its width (``KeyInfoP`` fields)."""
+    from .types import Bits, EnumT, ErrorT
+    return {"enum": ty.name if isinstance(ty, EnumT) and ty.repr is not None else "",
+            "type_name": ty.newtype if isinstance(ty, Bits) else "",
+            "is_error": isinstance(ty, ErrorT)}

@@ -14,6 +14,9 @@ class Ty:
 class Bits(Ty):
     width: int
     signed: bool = False
+    # the ``type`` declaration this is the type of (``type bit<9> Port_t``), for P4Info only:
+    # it takes no part in equality, hashing or repr, so the type checker sees bit<W>
+    newtype: str = field(default="", compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{'int' if self.signed else 'bit'}<{self.width}>"

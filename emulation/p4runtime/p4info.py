@@ -223,7 +223,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
     info = program_info_of(program_or_info)
     sym = SymbolTable()
     hidden = lambda o: "hidden" in (o.annotations or {})  # noqa: E731
-    tables = [t for t in info.tables if not hidden(t)]
+    tables = [t for t in _applied_tables(info) if not hidden(t)]
     actions = [a for a in _used_actions(info) if not hidden(a)]
     externs = [e for e in info.externs if not hidden(e)]
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
@@ -251,18 +251,22 @@ def p4info_from_program(program_or_info: Any) -> Any:
     for t in tables:
         tm = p.tables.add()
         _preamble(tm.preamble, sym, "table", t.name, t.annotations)
-        for fid, k in zip(_field_ids(t.keys, t.name), t.keys):
+        for fid, k in zip(_key_ids(t), t.keys):
             mf = tm.match_fields.add()
             mf.id = fid
             mf.name = k.name
             mf.annotations.extend(_annotation_strings(k.annotations))
             _doc(mf, k.annotations)
-            mf.bitwidth = k.width
+            # p4c: an ``error`` key is described as a string (bitwidth 0), a translated ``type``
+            # with its controller width (control-plane/p4RuntimeSerializer.cpp, getTypeWidth)
+            mf.bitwidth = 0 if getattr(k, "is_error", False) else _p4rt_width(info, k.width, k)
             mt = _MATCH_TYPES.get(k.match_kind)
             if mt is None:
                 mf.other_match_type = k.match_kind
             else:
                 mf.match_type = mt
+            if getattr(k, "type_name", ""):
+                mf.type_name.name = k.type_name
         for ref in t.actions:
             if cp_name(ref.name) not in action_names:
                 raise P4InfoError(f"table {t.name}: action {ref.name} is not among the program's actions")
@@ -304,7 +308,9 @@ def p4info_from_program(program_or_info: Any) -> Any:
             pm.name = prm.name
             pm.annotations.extend(_annotation_strings(prm.annotations))
             _doc(pm, prm.annotations)
-            pm.bitwidth = prm.width
+            pm.bitwidth = _p4rt_width(info, prm.width, prm)
+            if getattr(prm, "type_name", ""):
+                pm.type_name.name = prm.type_name
     table_ids = {cp_name(t.name): sym.id("table", t.name) for t in tables}
     for e in externs:
         if e.kind == "counter":
@@ -360,11 +366,16 @@ def p4info_from_program(program_or_info: Any) -> Any:
         ann.setdefault("controller_header", f'"{h.name}"')
         _preamble(cm.preamble, sym, "controller_header", h.type_name or h.name, ann,
                   display=h.name, alias=h.name)
-        for fid, f in zip(_field_ids(h.fields, h.name), h.fields):
+        fields = [f for f in h.fields if "hidden" not in (getattr(f, "annotations", None) or {})]
+        ids = dict(zip(map(id, h.fields), _field_ids(h.fields, h.name)))
+        for f in fields:
             md = cm.metadata.add()
-            md.id = fid
+            md.id = ids[id(f)]
             md.name = f.name
-            md.bitwidth = f.width
+            md.annotations.extend(_annotation_strings(getattr(f, "annotations", None) or {}))
+            md.bitwidth = _p4rt_width(info, f.width, f)
+            if getattr(f, "type_name", ""):
+                md.type_name.name = f.type_name
     for d in info.digests:
         dm = p.digests.add()
         _preamble(dm.preamble, sym, "digest", d.name, {})
@@ -373,8 +384,12 @@ def p4info_from_program(program_or_info: Any) -> Any:
         for f in d.fields:
             mem = st.members.add()
             mem.name = f.name
-            mem.type_spec.bitstring.bit.bitwidth = f.width
+            _type_spec(mem.type_spec, f)
     _add_serializable_enums(p, info)
+    _add_new_types(p, info, tables)
+    if any(getattr(k, "is_error", False) for t in tables for k in t.keys):
+        p.type_info.error.members.extend(getattr(info, "error_members", None) or [])
+    _add_pkg_info(p, getattr(info, "main_annotations", None) or {})
     if _writes_type_info(info):
         p.type_info.SetInParent()
     return p
@@ -388,6 +403,8 @@ def _add_serializable_enums(p: Any, info: Any) -> None:
     name PacketIn/PacketOut values (p4lang/tutorials flowcache)."""
     wanted = {f.enum for h in info.controller_headers for f in h.fields}
     wanted |= {q.enum for a in _used_actions(info) for q in a.params}
+    wanted |= {getattr(k, "enum", "") for t in _applied_tables(info) for k in t.keys}
+    wanted |= {f.enum for d in info.digests for f in d.fields}
     for e in getattr(info, "serializable_enums", ()):
         if e.name not in wanted or e.name in p.type_info.serializable_enums:
             continue
@@ -404,7 +421,7 @@ def _used_actions(info: Any) -> list:
 
     p4c's front end drops actions nobody uses (an unused top-level ``NoAction`` too) and
     actions only other actions call."""
-    used = {cp_name(ref.name) for t in info.tables for ref in t.actions}
+    used = {cp_name(ref.name) for t in _applied_tables(info) for ref in t.actions}
     used |= {cp_name(n) for n in getattr(info, "actions_called_from_apply", ())}
     return [a for a in info.actions if cp_name(a.name) in used]
 
@@ -412,9 +429,96 @@ def _used_actions(info: Any) -> list:
 def _writes_type_info(info: Any) -> bool:
     """p4c writes a (possibly empty) ``type_info`` once it has looked up a type for the
     P4Info: for a table, an extern instance, a digest or any extern function a control calls."""
-    return bool(info.tables or info.externs or info.digests
+    return bool(_applied_tables(info) or info.externs or info.digests
                 or getattr(info, "calls_extern_functions", False)
                 or any(getattr(a, "calls_extern_functions", False) for a in _used_actions(info)))
+
+
+def _applied_tables(info: Any) -> list:
+    """The tables p4c keeps: its front end removes a table no apply block applies ("Table t
+    is not used; removing", frontends/p4/unusedDeclarations.cpp), with what only it used."""
+    return [t for t in info.tables if getattr(t, "applied_sites", None) is None or t.applied_sites]
+
+
+class _Annotated:
+    def __init__(self, annotations: dict) -> None:
+        self.annotations = annotations
+
+
+def _key_ids(t: Any) -> list[int]:
+    """Match field ids, numbered as p4c numbers them: over every key element, ``selector``
+    ones included (which P4Info does not list)."""
+    every = getattr(t, "key_annotations", None)
+    if not every or any(getattr(k, "position", -1) < 0 for k in t.keys):
+        return _field_ids(t.keys, t.name)
+    ids = _field_ids([_Annotated(a) for a in every], t.name)
+    return [ids[k.position] for k in t.keys]
+
+
+def _p4rt_width(info: Any, width: int, obj: Any) -> int:
+    """The bitwidth P4Info gives a value of ``obj``'s type: a ``type`` with
+    ``@p4runtime_translation`` has the controller's width (0 for a string)."""
+    nt = (getattr(info, "new_types", None) or {}).get(getattr(obj, "type_name", "") or "")
+    if nt is not None and nt.translation_uri is not None:
+        return nt.sdn_bitwidth or 0
+    return width
+
+
+def _type_spec(spec: Any, f: Any) -> None:
+    """A P4DataTypeSpec for a digest struct member (p4c's TypeSpecConverter)."""
+    if getattr(f, "type_name", ""):
+        spec.new_type.name = f.type_name
+    elif getattr(f, "enum", ""):
+        spec.serializable_enum.name = f.enum
+    elif getattr(f, "is_bool", False):
+        spec.bool.SetInParent()
+    elif getattr(f, "signed", False):
+        spec.bitstring.int.bitwidth = f.width
+    else:
+        spec.bitstring.bit.bitwidth = f.width
+
+
+def _add_new_types(p: Any, info: Any, tables: list) -> None:
+    """``type_info.new_types``: every ``type`` the P4Info refers to (match fields, listed
+    actions' parameters, controller-header fields, digest fields), as p4c's TypeSpecConverter
+    writes it: ``translated_type`` for ``@p4runtime_translation``, else ``original_type``."""
+    defs = getattr(info, "new_types", None) or {}
+    names = [getattr(k, "type_name", "") for t in tables for k in t.keys]
+    names += [getattr(q, "type_name", "") for a in _used_actions(info) for q in a.params]
+    names += [getattr(f, "type_name", "") for h in info.controller_headers for f in h.fields]
+    names += [getattr(f, "type_name", "") for d in info.digests for f in d.fields]
+    for n in names:
+        nt = defs.get(n)
+        if nt is None or n in p.type_info.new_types:
+            continue
+        spec = p.type_info.new_types[n]
+        spec.annotations.extend(_annotation_strings({k: v for k, v in nt.annotations.items()
+                                                     if k != "p4runtime_translation"}))
+        if nt.translation_uri is not None:
+            spec.translated_type.uri = nt.translation_uri
+            if nt.sdn_bitwidth is None:
+                spec.translated_type.sdn_string.SetInParent()
+            else:
+                spec.translated_type.sdn_bitwidth = nt.sdn_bitwidth
+        else:
+            bits = spec.original_type.bitstring
+            (bits.int if nt.signed else bits.bit).bitwidth = nt.width
+
+
+_PKG_INFO_KEYS = ("name", "version", "organization", "contact", "url", "arch")
+
+
+def _add_pkg_info(p: Any, annotations: dict[str, str]) -> None:
+    """``pkg_info`` fields from ``@pkginfo(name="...", version="...")`` on ``main``, its other
+    annotations and its documentation (p4c's addPkgInfo)."""
+    import re
+    body = annotations.get("pkginfo")
+    if body:
+        for key, value in re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', body):
+            if key in _PKG_INFO_KEYS:
+                setattr(p.pkg_info, key, value)
+    p.pkg_info.annotations.extend(_annotation_strings({k: v for k, v in annotations.items() if k != "pkginfo"}))
+    _doc(p.pkg_info, annotations)
 
 
 # ---------------------------------------------------------------------------- files

@@ -22,7 +22,7 @@ from emulation.p4.builder import _int_literal
 from emulation.p4.compiler.core import Compiler
 from emulation.p4.compiler.hooks import ArchHooks, InstSym, Out, Scope
 from emulation.p4.errors import P4Error, P4NotRunnable, P4Unsupported
-from emulation.p4.info import ExternInstanceInfo, DigestInfo, HeaderFieldInfo, ProgramInfo
+from emulation.p4.info import ExternInstanceInfo, DigestInfo, ProgramInfo, header_field_info
 from emulation.p4.types import (AnyT, ArrayT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit)
 
@@ -114,6 +114,11 @@ class V1Hooks(ArchHooks):
             out(f"{py} = AP.ActionProfile({full!r}, {size}, {algo!r}, RT)")
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="action_profile", name=full,
                                                         size=size, algorithm=algo))
+        elif kind == "Checksum16":
+            # deprecated, stateless: get() is the ones' complement checksum of its data
+            if args:
+                raise comp.err("Checksum16() takes no arguments", inst.decl or loc)
+            out(f"{py} = {full!r}")
         else:
             raise P4Unsupported(f"extern {kind} is not supported by the embedded v1model target", loc)
         out(f"REG.externs[{full!r}] = {py}")
@@ -151,6 +156,10 @@ class V1Hooks(ArchHooks):
             c, t = comp.expr(e, scope)
             self._emit(comp, oc, c, t, out, e)
             return None
+        if kind == "Checksum16" and method == "get":
+            # BMv2 (p4c lowers it to a csum16 calculation): RFC 1071 over the data's bytes
+            (e,) = self._args(comp, call, 1, "Checksum16.get")
+            return f"(HF['csum16']({self._fields(comp, e, scope)}) & 0xffff)", Bits(16)
         if kind == "register":
             t = ety.args[0] if ety.args else AnyT()
             if method == "read":
@@ -525,8 +534,7 @@ class V1Hooks(ArchHooks):
                 tname = dt.name
                 fields = "{" + ", ".join(f"{n!r}: {dc}.{p}" for n, p, _ in dt.fields) + "}"
                 if not any(d.name == tname for d in comp.info.digests):
-                    comp.info.digests.append(DigestInfo(tname, [HeaderFieldInfo(n, t.width if isinstance(t, Bits)
-                                                                                else 1) for n, _, t in dt.fields]))
+                    comp.info.digests.append(DigestInfo(tname, [header_field_info(n, t) for n, _, t in dt.fields]))
             elif isinstance(dt, TupleT):
                 tname = "tuple"
                 fields = "{" + ", ".join(f"'f{i}': {dc}[{i}]" for i in range(len(dt.items))) + "}"

@@ -87,7 +87,8 @@ class BlocksMixin:
         if a.full not in self.action_infos:
             ai = ActionInfoP(annotations=self.ann_text(d.annotations), name=a.full,
                              params=[ParamInfo(annotations=self.ann_text(p.annotations), name=p.name,
-                                               width=self.bit_width(t, p), enum=serializable_enum_name(t))
+                                               width=self.bit_width(t, p), enum=serializable_enum_name(t),
+                                               type_name=getattr(t, "newtype", ""))
                                      for p, t in data],
                              calls_extern_functions=self._action_calls_extern)
             self.action_infos[a.full] = ai

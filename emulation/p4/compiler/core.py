@@ -41,6 +41,9 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
         self.glob = Scope()
         self.info = ProgramInfo(source=filename)
         self.errors_list: list[str] = list(CORE_ERRORS)
+        self.info.error_members = self.errors_list      # filled as ``error`` declarations come
+        self.info.main_annotations = next((self.ann_text(d.annotations) for d in program.decls
+                                           if isinstance(d, A.Instantiation) and d.name == "main"), {})
         self.match_kinds: list[str] = []
         self.classes = Out()
         self.mod = Out()            # module-level code after the classes

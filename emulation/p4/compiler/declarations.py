@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import Loc, P4Error, P4NotRunnable
-from ..info import ControllerHeaderInfo, HeaderFieldInfo, SerializableEnumInfo
+from ..info import ControllerHeaderInfo, SerializableEnumInfo, header_field_info, new_type_info
 from ..types import Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, StringT, StructT, Ty, VarBit
 from .source_writer import Out
 from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, InstSym, Scope, TypeSym, Var, pyfield
@@ -106,6 +106,10 @@ class DeclarationsMixin:
                 # P4_16 spec 7.6 (``type``): only base types or other ``type`` names; p4c: "`type'
                 # can only be applied to base types"
                 raise self.err(f"{name}: 'type' can only be applied to base types, not {ty}", d)
+            if d.newtype and isinstance(ty, Bits):
+                # P4Info names a ``type`` (``type_name``, ``type_info.new_types``)
+                ty = Bits(ty.width, ty.signed, name)
+                self.info.new_types[name] = new_type_info(name, ty.width, ty.signed, self.ann_text(d.annotations))
             g.syms[name] = TypeSym(ty)
         elif isinstance(d, A.ConstDecl):
             self._check_redecl(name, d, g)
@@ -260,7 +264,7 @@ class DeclarationsMixin:
                 nm = body[0].value.strip('"') if body else ""
                 self.info.controller_headers.append(ControllerHeaderInfo(
                     annotations=self.ann_text(d.annotations), name=nm, type_name=d.name,
-                    fields=[HeaderFieldInfo(n, _field_bits(t), serializable_enum_name(t)) for n, _, t in fields]))
+                    fields=[header_field_info(n, t, self.ann_text(fann[n])) for n, _, t in fields]))
         else:
             union = getattr(d, "union", False)
             if union:
@@ -288,13 +292,3 @@ class DeclarationsMixin:
 def serializable_enum_name(t: Ty) -> str:
     """The name of a serializable enum type (``enum bit<8> E``), ``""`` for any other type."""
     return t.name if isinstance(t, EnumT) and t.repr is not None else ""
-
-
-def _field_bits(t: Ty) -> int:
-    """Width of a controller-header field for P4Info: a serializable enum counts its
-    underlying ``bit<W>`` (p4c writes ``bitwidth: W``), bool one bit."""
-    if isinstance(t, Bits):
-        return t.width
-    if isinstance(t, EnumT) and t.repr is not None:
-        return t.repr.width
-    return 1

@@ -5,7 +5,7 @@ import linecache
 import re
 
 from .. import nodes as A
-from ..info import KeyInfoP, TableActionRef, TableInfo
+from ..info import KeyInfoP, TableActionRef, TableInfo, key_type_info
 from ..types import Bits, BoolT, EnumT, ErrorT, HeaderT, InfInt
 from .source_writer import Out
 from .symbols import ActionSym, FnCtx, InstSym, Scope, TableSym, Var
@@ -96,8 +96,9 @@ class TablesMixin:
         keys = []
         kcodes = []
         sel_codes = []      # (code, width, validity code or None) of the ``selector`` keys, hashed by the selector
-        for ke in d.keys:
+        for kpos, ke in enumerate(d.keys):
             c, ty = self.expr(ke.expr, scope)
+            kty = ty
             if isinstance(ty, BoolT):
                 c, ty = f"int({c})", Bits(1)
             elif isinstance(ty, EnumT) and ty.repr is not None:
@@ -130,7 +131,7 @@ class TablesMixin:
                 self.check_key_nameable(ke.expr)
             kname = nm[0].value.strip('"') if nm else self.key_name(ke.expr)
             keys.append(KeyInfoP(annotations=self.ann_text(ke.annotations), name=kname, match_kind=mk,
-                                 width=ty.width))
+                                 width=ty.width, position=kpos, **key_type_info(kty)))
             kcodes.append(c)
         if sum(k.match_kind == "lpm" for k in keys) > 1:
             raise self.err(f"table {d.name} has more than one lpm key", d)
@@ -235,7 +236,8 @@ class TablesMixin:
                           has_initial_entries=bool(d.entries), size=size,
                           support_timeout=_is_true(d.props.get("support_timeout")),
                           direct_counter=dc.full if dc else None, direct_meter=dm.full if dm else None,
-                          implementation=impl.full if impl else None)
+                          implementation=impl.full if impl else None, applied_sites=t.applied,
+                          key_annotations=[self.ann_text(ke.annotations) for ke in d.keys])
         self.info.tables.append(tinfo)
         for ei in self.info.externs:
             if dc is not None and ei.name == dc.full or dm is not None and ei.name == dm.full:

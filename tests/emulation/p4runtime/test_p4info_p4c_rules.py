@@ -1,0 +1,175 @@
+"""P4Info rules of p4c's control-plane back end beyond what the golden programs exercise.
+
+Each test is a program of our own; the expectations are what p4c 1.2.x writes, read from its
+sources (``control-plane/p4RuntimeSerializer.cpp``, ``typeSpecConverter.cpp``,
+``frontends/p4/unusedDeclarations.cpp``):
+
+* a ``type`` gives match fields, action parameters and controller-header fields a
+  ``type_name`` and a ``type_info.new_types`` entry (``original_type``, or ``translated_type``
+  with ``@p4runtime_translation``, whose controller width becomes the ``bitwidth``);
+* every type P4Info refers to goes through the TypeSpecConverter: a serializable-enum key
+  lists its enum, an ``error`` key lists ``type_info.error`` and has bitwidth 0 (a string);
+* the front end removes a table no apply block applies ("Table t is not used; removing")
+  and, with it, actions only that table used; extern instances stay even when unused;
+* controller-header fields keep their annotations (``@padding``) and ``@id``;
+* match field ids count every key element, ``selector`` keys included;
+* digest struct members are typed (``bool``, ``int<W>``, serializable enums);
+* ``@pkginfo(...)`` on ``main`` fills ``pkg_info``.
+"""
+from __future__ import annotations
+
+from emulation.p4runtime.p4info import p4info_from_program
+from emulation.v1model.load import compile_file
+
+HEAD = """
+#include <core.p4>
+#include <v1model.p4>
+"""
+TAIL = """
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control V(inout H h, inout M m) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+"""
+MAIN = "V1Switch(P(), V(), I(), E(), C(), D()) main;\n"
+
+
+def _p4info(tmp_path, body, main=MAIN):
+    f = tmp_path / "prog.p4"
+    f.write_text(HEAD + body + TAIL + main)
+    return p4info_from_program(compile_file(f))
+
+
+def _table(p, name):
+    return next(t for t in p.tables if t.preamble.name == name)
+
+
+def _action(p, name):
+    return next(a for a in p.actions if a.preamble.name == name)
+
+
+NEWTYPES = """
+type bit<32> Ip_t;
+@p4runtime_translation("example.org/v1/Port_t", 32)
+type bit<9> Port_t;
+@p4runtime_translation("example.org/v1/Name_t", string)
+type bit<16> Name_t;
+typedef Ip_t IpAlias_t;
+header h_t { Ip_t dst; IpAlias_t src; bit<16> name; }
+@controller_header("packet_in")
+header packet_in_t { Port_t ingress_port; bit<7> pad; }
+struct H { packet_in_t pin; h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action fwd(Port_t port, Ip_t nh, Name_t n) { sm.egress_spec = (bit<9>)port; h.h.dst = nh; h.h.name = (bit<16>)n; }
+    table t {
+        key = { h.h.dst : exact; h.h.src : lpm; (bit<32>)h.h.dst : ternary @name("plain"); }
+        actions = { fwd; }
+    }
+    apply { t.apply(); }
+}
+"""
+
+
+def test_new_types_name_their_uses_and_are_described(tmp_path):
+    p = _p4info(tmp_path, NEWTYPES)
+    t = _table(p, "I.t")
+    keys = {m.name: m for m in t.match_fields}
+    assert keys["h.h.dst"].type_name.name == "Ip_t" and keys["h.h.dst"].bitwidth == 32
+    # a typedef of a type is that type
+    assert keys["h.h.src"].type_name.name == "Ip_t"
+    # a cast gives bit<32>: no type name
+    assert not keys["plain"].HasField("type_name")
+    params = {q.name: q for q in _action(p, "I.fwd").params}
+    # translated: the controller's width (32 bits; 0 for a string), not bit<9>
+    assert (params["port"].bitwidth, params["port"].type_name.name) == (32, "Port_t")
+    assert (params["nh"].bitwidth, params["nh"].type_name.name) == (32, "Ip_t")
+    assert (params["n"].bitwidth, params["n"].type_name.name) == (0, "Name_t")
+    md = {m.name: m for m in p.controller_packet_metadata[0].metadata}
+    assert (md["ingress_port"].bitwidth, md["ingress_port"].type_name.name) == (32, "Port_t")
+    nt = p.type_info.new_types
+    assert set(nt) == {"Ip_t", "Port_t", "Name_t"}
+    assert nt["Ip_t"].original_type.bitstring.bit.bitwidth == 32
+    assert nt["Port_t"].translated_type.uri == "example.org/v1/Port_t"
+    assert nt["Port_t"].translated_type.sdn_bitwidth == 32
+    assert nt["Name_t"].translated_type.HasField("sdn_string")
+    assert not nt["Port_t"].annotations        # the translation is not repeated as an annotation
+
+
+ENUM_ERROR_KEYS = """
+enum bit<8> Color_t { RED = 1, GREEN = 2 }
+header h_t { Color_t color; bit<8> a; }
+struct H { h_t h; }
+struct M { }
+error { Oops }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    counter(4, CounterType.packets) never_counted;
+    action a1(bit<8> v) { h.h.a = v; }
+    action only_unused() { h.h.a = 9; }
+    table t { key = { h.h.color : exact; sm.parser_error : exact; } actions = { a1; } }
+    table unused { key = { h.h.a : exact; } actions = { only_unused; } }
+    apply { t.apply(); }
+}
+"""
+
+
+def test_enum_and_error_keys_and_unused_tables(tmp_path):
+    p = _p4info(tmp_path, ENUM_ERROR_KEYS)
+    assert [t.preamble.name for t in p.tables] == ["I.t"]
+    assert {a.preamble.name for a in p.actions} == {"I.a1", "NoAction"}
+    assert [c.preamble.name for c in p.counters] == ["I.never_counted"]     # instances stay
+    keys = {m.name: m for m in _table(p, "I.t").match_fields}
+    assert keys["h.h.color"].bitwidth == 8
+    assert keys["sm.parser_error"].bitwidth == 0
+    assert set(p.type_info.serializable_enums) == {"Color_t"}
+    assert list(p.type_info.error.members) == ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
+                                               "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument",
+                                               "Oops"]
+
+
+CONTROLLER_DIGEST_SELECTOR = """
+enum bit<8> Color_t { RED = 1, GREEN = 2 }
+header h_t { bit<8> a; bit<16> b; int<8> s; }
+@controller_header("packet_in")
+header packet_in_t { @id(3) bit<9> ingress_port; @padding bit<7> _pad; bit<16> reason; }
+struct d_t { bit<8> a; bool flag; Color_t c; int<8> s; }
+struct H { packet_in_t pin; h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action a1(bit<8> v) { h.h.a = v; }
+    table sel {
+        key = { h.h.b : selector; h.h.a : exact; }
+        actions = { a1; }
+        implementation = action_selector(HashAlgorithm.crc16, 32w64, 32w16);
+    }
+    apply { sel.apply(); digest<d_t>(1, {h.h.a, true, Color_t.RED, h.h.s}); }
+}
+"""
+
+
+def test_controller_header_digest_and_selector_rules(tmp_path):
+    p = _p4info(tmp_path, CONTROLLER_DIGEST_SELECTOR,
+                main='@pkginfo(name="rules", version="0.1", contact="a@b.c")\n@brief("test program")\n' + MAIN)
+    md = [(m.name, m.id, list(m.annotations)) for m in p.controller_packet_metadata[0].metadata]
+    # FieldIdAllocator: @id first, then 1, 2, ... in order, an @id field still taking its turn
+    assert md == [("ingress_port", 3, []), ("_pad", 2, ["@padding"]), ("reason", 4, [])]
+    # the selector key is not listed but takes id 1
+    assert [(m.name, m.id) for m in _table(p, "I.sel").match_fields] == [("h.h.a", 2)]
+    members = {m.name: m.type_spec for m in p.type_info.structs["d_t"].members}
+    assert members["a"].bitstring.bit.bitwidth == 8
+    assert members["flag"].HasField("bool")
+    assert members["c"].serializable_enum.name == "Color_t"
+    assert members["s"].bitstring.int.bitwidth == 8
+    assert set(p.type_info.serializable_enums) == {"Color_t"}
+    assert (p.pkg_info.name, p.pkg_info.version, p.pkg_info.contact, p.pkg_info.arch) == \
+        ("rules", "0.1", "a@b.c", "v1model")
+    assert p.pkg_info.doc.brief == "test program"
