@@ -119,13 +119,14 @@ class Switch:
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
         """Run one packet to completion; return ``(egress_port, bytes)`` in emission order.
 
-        Without a log this is the hot path: the first ingress pass, and its egress pass when
-        nothing but unicast is requested, run here with :meth:`_ingress_pass`,
-        :meth:`Datapath.front <emulation.v1model.arch.Datapath.front>`,
-        :meth:`_egress_pass` and ``back`` written out inline (a Python call costs about as
-        much as a table lookup); keep them in step.  Anything else (clone, resubmit,
-        recirculate, truncate, multicast) continues in the traffic manager's work queue, as
-        in :meth:`_process_logged`."""
+        Without a log this is the hot path: the first ingress pass, and the egress passes and
+        deparsing of its unicast copy or multicast replicas when ingress asked for nothing
+        else, run here with :meth:`_ingress_pass`, :meth:`Datapath.front
+        <emulation.v1model.arch.Datapath.front>`, :meth:`_finish_ingress`, :meth:`_egress_pass`
+        and ``back`` written out inline (a Python call costs about as much as a table lookup;
+        keep them in step).  Anything else (clone, resubmit, recirculate, truncate, in ingress
+        or in a copy's egress) continues in the traffic manager's work queue, as in
+        :meth:`_process_logged`."""
         if self.log:
             return self._process_logged(port, frame)
         data = frame if type(frame) is bytes else bytes(frame)
@@ -169,83 +170,38 @@ class Switch:
             dp._ig(hdr, meta, sm)
         except _P4Exit:
             pass
-        if rt.frame is None and sm.mcast_grp:
-            return self._multicast(phv, payload, base, out)
-        pp = (phv, payload, base, None)
         if rt.frame is not None:
             work: deque = deque()
-            self._finish_ingress(port, data, pp, rt.frame, work)
+            self._finish_ingress(port, data, (phv, payload, base, None), rt.frame, work)
             self._run_work(work, out)
             self._count_out(out)
             return out
-        es = sm.egress_spec
+        # ---- the traffic manager for a unicast or multicast packet (_finish_ingress), then
+        # each copy's egress pass (_egress_pass + Datapath.egress) and deparser (Datapath.back)
         drop = self.drop_port
-        if es == drop:
-            return out
-        # ---- egress pass (_egress_pass + Datapath.egress)
-        sm.egress_port = es
-        sm.egress_spec = 0
-        sm.instance_type = NORMAL
-        if self._uses_ts:
-            sm.egress_global_timestamp = self.now_us()
-        if uses_plen:
-            sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
-        rt.frame = None
-        if dp._eg_live:
-            rt.sm = sm
-            try:
-                dp._eg(hdr, meta, sm)
-            except _P4Exit:
-                pass
-        if rt.frame is not None:
-            work = deque()
-            self._finish_egress(pp, es, rt.frame, work, out)
-            self._run_work(work, out)
-            self._count_out(out)
-            return out
-        if sm.egress_spec == drop:
-            return out
-        # ---- checksums and deparser (Datapath.back)
-        if dp._ck_live:
-            rt.payload = payload
-            dp._ck(hdr, meta)
+        mgid = sm.mcast_grp
+        if mgid:
+            # every replica gets its own PHV, all copied before any egress runs; the last one
+            # takes the packet's own
+            reps = self.pre.replicas(mgid)
+            copies = [dp.copy_phv(phv) for _ in range(len(reps) - 1)]
+            copies.append(phv)
+            inst = REPLICATION
+        else:
+            es = sm.egress_spec
+            if es == drop:
+                return out
+            reps, copies, inst = ((es, -1),), (phv,), NORMAL   # (current simple_switch: NORMAL)
+        uses_ts, eg_live, ck_live = self._uses_ts, dp._eg_live, dp._ck_live
         po = self._pkt_out
-        po.parts = parts = []
-        dp._dep(po, hdr)
-        if payload:
-            parts.append(payload)
-        b = b"".join(parts) if len(parts) != 1 else parts[0]
-        out.append((es, b))
-        s = ps.get(es)
-        if s is None:
-            s = ps[es] = [0, 0, 0, 0]
-        s[2] += 1
-        s[3] += len(b)
-        return out
-
-    def _multicast(self, phv: tuple, payload: bytes, base: int, out: list) -> list[tuple[int, bytes]]:
-        """The end of an ingress pass that asked for multicast and nothing else: what
-        :meth:`_finish_ingress` and :meth:`_run_work` do for it, written out (aggregation
-        programs multicast every result).  Every replica gets its own PHV, all copied before any
-        egress runs; the last takes the packet's own.  A replica whose egress asks for a clone,
-        a recirculation or a truncation continues in the traffic manager's work queue, which
-        runs after the last replica, as in :meth:`_run_work`."""
-        dp, rt = self.dp, self.rt
-        reps = self.pre.replicas(phv[2].mcast_grp)
-        n = len(reps)
-        copies = [dp.copy_phv(phv) for _ in range(n - 1)]
-        copies.append(phv)
-        drop = self.drop_port
-        uses_ts, uses_plen, eg_live, ck_live = self._uses_ts, self._uses_plen, dp._eg_live, dp._ck_live
-        eg, ck, dep = dp._eg, dp._ck, dp._dep
-        po = self._pkt_out
-        work: deque | None = None
+        work = None
         for (p, rid), cp in zip(reps, copies):
             hdr, meta, sm = cp
-            sm.egress_rid = rid
+            if rid >= 0:
+                sm.egress_rid = rid
             sm.egress_port = p
             sm.egress_spec = 0
-            sm.instance_type = REPLICATION
+            sm.instance_type = inst
             if uses_ts:
                 sm.egress_global_timestamp = self.now_us()
             if uses_plen:
@@ -254,10 +210,11 @@ class Switch:
             if eg_live:
                 rt.sm = sm
                 try:
-                    eg(hdr, meta, sm)
+                    dp._eg(hdr, meta, sm)
                 except _P4Exit:
                     pass
             if rt.frame is not None:
+                # a clone, recirculation or truncation: the work queue, after the other copies
                 if work is None:
                     work = deque()
                 self._finish_egress((cp, payload, base, None), p, rt.frame, work, out)
@@ -266,14 +223,14 @@ class Switch:
                 continue
             if ck_live:
                 rt.payload = payload
-                ck(hdr, meta)
+                dp._ck(hdr, meta)
             po.parts = parts = []
-            dep(po, hdr)
+            dp._dep(po, hdr)
             if payload:
                 parts.append(payload)
             out.append((p, b"".join(parts) if len(parts) != 1 else parts[0]))
         if work:
-            self._run_work(work, out, passes=1 + n)
+            self._run_work(work, out, passes=1 + len(reps))
         self._count_out(out)
         return out
 
