@@ -16,6 +16,11 @@ limits with p4c's own words and diagnostic names, at ``file:line:col``:
 * ``if`` and ``switch`` in the deparser (``[--Werror=unsupported]``: "IfStatement: not supported
   within a deparser on this target");
 * ``for`` loops (``[--Werror=unsupported]``: "BMV2 does not support loops");
+* a method call (extern function or method, ``setValid`` ...), ``exit``, or a ``return``
+  followed by one, executed conditionally inside an action: p4c 1.2.4 predicates an ``if``
+  in an action into ``?:`` assignments and refuses anything else there
+  (``midend/predication.h``: "Conditional execution in actions unsupported on this target",
+  ``[--Werror=target-error]``; action and function calls count after inlining, as in p4c);
 * a ``switch`` inside an action ("switch statements not supported in actions on this target");
 * ``a ? b : c ? d : e`` without parentheses around the inner ``?:``: p4c's grammar
   (``p4parser.ypp``: ``%precedence QUESTION`` below ``%precedence COLON``) groups it as
@@ -81,9 +86,18 @@ def check_bmv2_limits(program: A.Program) -> list[P4Error]:
     typedefs = {d.name: d for d in program.decls if isinstance(d, (A.TypedefDecl, A.SerEnumDecl))}
     found: list[P4Error] = []
     deparser = _deparser_name(program)
+    top_callables = {d.name: d for d in program.decls if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
     for d in user:
         if isinstance(d, A.ControlDecl) and d.name == deparser:
             found.extend(_deparser_statements(d.body))
+        if isinstance(d, A.ControlDecl):
+            local = dict(top_callables)
+            local.update({x.name: x for x in d.locals if isinstance(x, (A.ActionDecl, A.FunctionDecl))})
+            for x in d.locals:
+                if isinstance(x, A.ActionDecl):
+                    found.extend(_conditional_in_action(x, local))
+        elif isinstance(d, A.ActionDecl):
+            found.extend(_conditional_in_action(d, top_callables))
         if isinstance(d, A.HeaderDecl):
             found.extend(_header_width(d, typedefs))
         for node, in_parser in _walk(d, isinstance(d, A.ParserDecl)):
@@ -122,6 +136,49 @@ def _check_node(n: object, in_parser: bool) -> list[P4Error]:
                                       f"({show(n.c)} ? {show(n.t)} : {show(n.f.c)}) ? ...; put the inner ?: "
                                       f"in parentheses")]
     return []
+
+
+_PREDICATION = "Conditional execution in actions unsupported on this target"
+
+
+def _conditional_in_action(action: A.ActionDecl, callables: dict) -> list[P4Error]:
+    """What p4c's Predication pass refuses in ``action``: the first statement other than an
+    assignment that runs under an ``if`` (p4c stops at one error per action here too)."""
+    found: list[P4Error] = []
+
+    def stmts(body: object, cond: bool, depth: int) -> bool:
+        """Walk statements (``cond``: they run under an ``if``); True when a ``return`` under
+        an ``if`` was met, which makes what follows conditional (p4c's RemoveReturns guards
+        it with the return flag)."""
+        items = body.stmts if isinstance(body, A.Block) else [body]
+        returned = False
+        for st in items:
+            if found:
+                break
+            now = cond or returned
+            if isinstance(st, A.Block):
+                returned = stmts(st, now, depth) or returned
+            elif isinstance(st, A.If):
+                r1 = stmts(st.then, True, depth)
+                r2 = stmts(st.orelse, True, depth) if st.orelse is not None else False
+                returned = returned or r1 or r2
+            elif isinstance(st, A.Exit) and now:
+                found.append(_err(st, "target-error", f"exit: {_PREDICATION}"))
+            elif isinstance(st, A.Return):
+                return returned or now
+            elif isinstance(st, A.CallStmt):
+                callee = st.call.func if isinstance(st.call, A.Call) else None
+                inner = callables.get(callee.name) if isinstance(callee, A.Path) else None
+                if inner is not None and depth < 16:
+                    # action and function calls are inlined by p4c's front end (a return in
+                    # the callee ends the callee only)
+                    stmts(inner.body, now, depth + 1)
+                elif now:
+                    found.append(_err(st.call, "target-error", f"{show(callee)}: {_PREDICATION}"))
+        return returned
+
+    stmts(action.body, False, 0)
+    return found[:1]
 
 
 def _negative_select_cases(t: A.Transition) -> list[P4Error]:

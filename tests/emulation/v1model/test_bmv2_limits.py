@@ -305,3 +305,49 @@ def test_stf_uses_forms_p4c_runner_reads(stf):
         elif cmd == "register_read" and len(words) > 3:
             problems.append(f"{n}: register_read cannot compare a value in p4c's runner")
     assert not problems, problems
+
+
+# ------------------------------------------------------------------ conditional execution in actions
+# p4c 1.2.4's BMv2 midend (midend/predication.h) turns an ``if`` in an action into ``?:``
+# assignments; a call, an ``exit`` or code after a conditional ``return`` cannot be, and is
+# refused.  Action and function calls are inlined first.
+ACTIONS = """    counter(4, CounterType.packets) c;
+    action drop_it() { mark_to_drop(sm); }
+    action set_a() { h.h.a = 1; }
+    action act(bit<8> v) {
+{body}
+    }
+    table t { key = { h.h.a : exact; } actions = { act; } }
+"""
+
+
+@pytest.mark.parametrize("body, col, what", [
+    ("        if (v == 1) { c.count(1); }", 23, "c.count"),
+    ("        if (v == 1) { mark_to_drop(sm); } else { h.h.a = 2; }", 23, "mark_to_drop"),
+    ("        if (v == 1) { h.h.setInvalid(); }", 23, "h.h.setInvalid"),
+    ("        if (v == 1) { exit; }", 23, "exit"),
+    ("        if (v == 1) { return; }\n        h.h.setValid();", 9, "h.h.setValid"),
+])
+def test_conditional_execution_in_actions(body, col, what):
+    text = _program("        t.apply();", locals_=ACTIONS.replace("{body}", body))
+    e = _refusal(text)
+    line = text.splitlines().index(body.splitlines()[-1]) + 1
+    assert str(e.errors[0]) == (f"prog.p4:{line}:{col}: [--Werror=target-error] error: {what}: "
+                                "Conditional execution in actions unsupported on this target")
+
+
+def test_conditional_call_of_an_action_is_inlined():
+    # the call of drop_it is inlined: its mark_to_drop is what p4c reports, where it is written
+    text = _program("        t.apply();", locals_=ACTIONS.replace("{body}", "        if (v == 1) { drop_it(); }"))
+    e = _refusal(text)
+    assert str(e.errors[0]).startswith(f"prog.p4:{text.splitlines().index(ACTIONS.splitlines()[1]) + 1}:24: ")
+    assert "mark_to_drop: Conditional execution in actions" in str(e.errors[0])
+
+
+@pytest.mark.parametrize("body", [
+    "        if (v == 1) { h.h.a = 2; } else { h.h.n = 3; }\n        c.count(0);",   # assignments only
+    "        if (v == 1) { set_a(); }",                  # an inlined action of assignments
+    "        c.count(0);\n        drop_it();",           # unconditional calls
+])
+def test_what_predication_takes(body):
+    compile_source(_program("        t.apply();", locals_=ACTIONS.replace("{body}", body)), "prog.p4")
