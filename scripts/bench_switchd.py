@@ -29,8 +29,13 @@ with the same kind of sockets and no pipeline.  The summary gives the best rate 
 loss of each, their ratio (how much of the switch's cost is the pipeline rather than
 I/O), and ``Switch.process`` measured in this process on the same frames.
 
+With ``simple_switch_grpc`` and ``p4c-bm2-ss`` on PATH (``--bmv2 auto``, the default; veth
+ports), BMv2 runs the same program (compiled by p4c-bm2-ss, pushed over P4Runtime with p4c's
+P4Info and JSON, the same table entries) on the same veths with the same frames and sender, and
+the summary gives our switch's rates over BMv2's.
+
     .venv/bin/python scripts/bench_switchd.py [--mode router,saatp] [--ports veth|udp]
-        [--packets 20000] [--rates 20000,50000,100000,0] [--k 256] [--json OUT]
+        [--packets 20000] [--rates 20000,50000,100000,0] [--k 256] [--bmv2 auto|yes|no] [--json OUT]
 """
 from __future__ import annotations
 
@@ -129,6 +134,36 @@ def setup_saatp_local(sw) -> None:
     for port in (1, 2):
         ctl.add_host(port, f"02:00:00:00:00:{port:02x}", f"10.0.0.{port}")
     ctl.configure_job(JobSpec(job=0, ports={0: 1, 1: 2}, nworkers=2, pool=32, t_s=10.0))
+
+
+def bmv2_missing(kind: str) -> str | None:
+    """Why BMv2 cannot run beside the switch here (None: it can)."""
+    from emulation.net.commands import bmv2_binary, p4c_binary
+    if kind != "veth":
+        return "BMv2 has no UDP-tunnel ports (veth only)"
+    missing = [t for t, f in (("simple_switch_grpc", bmv2_binary), ("p4c-bm2-ss", p4c_binary)) if f() is None]
+    return f"{' and '.join(missing)} not on PATH" if missing else None
+
+
+def bmv2_build(program: str, args, kind: str) -> tuple[str, str] | None:
+    """(P4Info, JSON) of ``program`` compiled by p4c-bm2-ss, for running BMv2's
+    simple_switch_grpc on the same ports, frames and sender (``--bmv2 auto``: when both tools
+    are on PATH); None when BMv2 is not run."""
+    if args.bmv2 == "no":
+        return None
+    why = bmv2_missing(kind)
+    if why is not None:
+        if args.bmv2 == "yes":
+            raise SystemExit(f"--bmv2 yes: {why}")
+        return None
+    import tempfile
+    from emulation.net.commands import p4c_command
+    build = tempfile.mkdtemp(prefix="saatp-bench-p4c-")
+    argv, json_path, p4info = p4c_command(program, build)
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"p4c-bm2-ss refused {program}:\n{r.stdout}{r.stderr}")
+    return p4info, json_path
 
 
 # ------------------------------------------------------------------ veth port names
@@ -232,8 +267,17 @@ class Ports:
 
 
 def start(cmd: list[str], ready: str) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    """Start ``cmd``; ready when it prints a line containing ``ready``, or, for ``tcp:PORT``,
+    when 127.0.0.1:PORT accepts connections (BMv2 prints nothing we could wait for)."""
+    tcp = int(ready[4:]) if ready.startswith("tcp:") else None
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE if tcp is None else subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    if tcp is not None:
+        from emulation.net.p4switch import wait_tcp
+        if not wait_tcp("127.0.0.1", tcp, 120, lambda: proc.poll() is None):
+            proc.kill()
+            raise SystemExit(f"{' '.join(cmd)} did not start (no gRPC server on port {tcp})")
+        return proc
     end = time.time() + 120
     while time.time() < end:
         line = proc.stdout.readline()
@@ -266,12 +310,15 @@ def cpu_seconds(pid: int) -> float:
 
 
 def one_rate(ports: Ports, cmd: list[str], ready: str, setup, frames: list[bytes], expected: int,
-             rate: float, grpc: str | None) -> dict:
+             rate: float, grpc: str | None, pipeline: tuple[str, str] | None = None) -> dict:
     proc = start(cmd, ready)
     try:
         if grpc is not None:
             from host_agent.p4runtime.client import P4RuntimeClient
             with P4RuntimeClient(grpc, device_id=0, election_id=1) as c:
+                if pipeline is not None:          # BMv2: p4c's P4Info and JSON
+                    from emulation.p4runtime.p4info import read_p4info
+                    c.set_pipeline(read_p4info(pipeline[0]), Path(pipeline[1]).read_bytes())
                 c.load_p4info()
                 setup(c)
         time.sleep(0.2)
@@ -320,10 +367,22 @@ def run_mode(mode: str, args, kind: str) -> dict:
     ports = Ports(kind)
     out = {"program": program, "frames": len(frames), "frame_bytes": len(frames[0]), "inprocess_pps": round(inproc),
            "switch": [], "forwarder": []}
+    whos = ["switch", "forwarder"]
+    bmv2 = bmv2_build(program, args, kind)
+    if bmv2 is not None:
+        whos.append("bmv2")
+        out["bmv2"] = []
     try:
-        for who in ("switch", "forwarder"):
+        for who in whos:
             for rate in [float(r) for r in args.rates.split(",")]:
-                if who == "switch":
+                if who == "bmv2":
+                    from emulation.net.commands import bmv2_command
+                    gport = free_tcp_port()
+                    intfs = {int(p.split("@")[0]): p.split("@")[1] for p in ports.switch_ports}
+                    cmd = bmv2_command(intfs, json_path=bmv2[1], grpc_port=gport, thrift_port=free_tcp_port())
+                    r = one_rate(ports, cmd, f"tcp:{gport}", setup, frames, expected, rate, f"127.0.0.1:{gport}",
+                                 pipeline=(bmv2[0], bmv2[1]))
+                elif who == "switch":
                     gport = free_tcp_port()
                     cmd = [sys.executable, "-m", "emulation.switchd"]
                     for p in ports.switch_ports:
@@ -341,11 +400,11 @@ def run_mode(mode: str, args, kind: str) -> dict:
                     print("            " + r["switch_stats"])
     finally:
         ports.close()
-    best = {who: max((r["input_pps"] for r in out[who] if r["loss"] < 0.01), default=0) for who in ("switch", "forwarder")}
+    best = {who: max((r["input_pps"] for r in out[who] if r["loss"] < 0.01), default=0) for who in whos}
     out["best_lossless_pps"] = best
     # CPU capacity: frames per second of the process's own CPU time, in the run at the
     # highest offered rate (busiest, so batching is as in overload); robust to a shared machine
-    cap = {who: max((r["cpu_pps"] for r in out[who]), default=0) for who in ("switch", "forwarder")}
+    cap = {who: max((r["cpu_pps"] for r in out[who]), default=0) for who in whos}
     out["cpu_capacity_pps"] = cap
     ratio = best["switch"] / best["forwarder"] if best["forwarder"] else 0.0
     out["switch_over_forwarder"] = round(ratio, 3)
@@ -355,10 +414,15 @@ def run_mode(mode: str, args, kind: str) -> dict:
     out["cpu_switch_over_forwarder"] = round(cratio, 3)
     print(f"  per core of CPU time: switch {cap['switch']:,d} pps, reference forwarder {cap['forwarder']:,d} pps "
           f"-> {cratio:.2f}")
-    if mode == "router":
-        print(f"  (BMv2 simple_switch_grpc reference figure, not measured here: {BMV2_REFERENCE_PPS:,d} pps "
-              f"-> x{best['switch'] / BMV2_REFERENCE_PPS:.1f})")
-    else:
+    if bmv2 is not None:
+        print(f"  BMv2 simple_switch_grpc, same frames and sender: best with < 1% loss {best['bmv2']:,d} pps, "
+              f"{cap['bmv2']:,d} pps per core of CPU time -> saatp switch / BMv2 = "
+              f"{best['switch'] / best['bmv2'] if best['bmv2'] else float('inf'):.1f} (lossless), "
+              f"{cap['switch'] / cap['bmv2'] if cap['bmv2'] else float('inf'):.1f} (per core)")
+    elif mode == "router":
+        print(f"  (BMv2 not run: {bmv2_missing(kind)}; its reference figure for this machine class, not measured "
+              f"here: {BMV2_REFERENCE_PPS:,d} pps -> x{best['switch'] / BMV2_REFERENCE_PPS:.1f})")
+    if mode != "router":
         print(f"  aggregated: {best['switch'] * args.k / 1e6:.1f}M elements/s at K={args.k}")
     return out
 
@@ -372,6 +436,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rates", default="20000,50000,100000,0", help="offered rates, pps (0 = max)")
     ap.add_argument("--k", type=int, default=256, help="SA-ATP lanes per packet (256)")
     ap.add_argument("--json", default=None, help="write the figures as JSON")
+    ap.add_argument("--bmv2", choices=["auto", "yes", "no"], default="auto",
+                    help="also run BMv2's simple_switch_grpc (program compiled by p4c-bm2-ss) on the same veths, "
+                         "frames and sender: auto = when both are on PATH (default)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the switch's own counters per run")
     ap.add_argument("--in-netns", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--forward", nargs=3, metavar=("KIND", "IN", "OUT"), help=argparse.SUPPRESS)
