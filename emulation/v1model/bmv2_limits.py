@@ -22,6 +22,15 @@ limits with p4c's own words and diagnostic names, at ``file:line:col``:
   (``midend/predication.h``: "Conditional execution in actions unsupported on this target",
   ``[--Werror=target-error]``; action and function calls count after inlining, as in p4c);
 * a ``switch`` inside an action ("switch statements not supported in actions on this target");
+* an instance of an extern the back end has no conversion for, such as v1model's deprecated
+  ``Checksum16`` (``[--Werror=unknown]``: "Checksum16: unknown extern instance";
+  ``backends/bmv2/common/extern.cpp``, the converters ``simpleSwitch.cpp`` registers);
+* in the checksum controls anything but calls of ``verify_checksum``/``update_checksum`` (and
+  their ``_with_payload`` forms), and a computation in their data list (``simpleSwitch.cpp``
+  convertChecksum: "Only calls to ... allowed", "Computations are not supported in ...");
+* ``clone(I2E, ...)``/``clone_preserving_field_list(I2E, ...)`` and
+  ``resubmit_preserving_field_list`` outside ingress, their E2E forms and
+  ``recirculate_preserving_field_list`` outside egress (``[--Werror=target-error]``);
 * ``a ? b : c ? d : e`` without parentheses around the inner ``?:``: p4c's grammar
   (``p4parser.ypp``: ``%precedence QUESTION`` below ``%precedence COLON``) groups it as
   ``(a ? b : c) ? d : e``, and refuses it when ``c`` is not of ``b``'s type (the usual case,
@@ -87,9 +96,19 @@ def check_bmv2_limits(program: A.Program) -> list[P4Error]:
     found: list[P4Error] = []
     deparser = _deparser_name(program)
     top_callables = {d.name: d for d in program.decls if isinstance(d, (A.ActionDecl, A.FunctionDecl))}
+    roles = _main_roles(program)
     for d in user:
         if isinstance(d, A.ControlDecl) and d.name == deparser:
             found.extend(_deparser_statements(d.body))
+        if isinstance(d, A.ControlDecl) and roles.get(d.name) in ("verify", "compute"):
+            found.extend(_checksum_control(d.body, roles[d.name] == "verify"))
+        if isinstance(d, A.ControlDecl) and roles.get(d.name) in ("ingress", "egress"):
+            found.extend(_pipeline_only_calls(d, roles[d.name]))
+        if isinstance(d, A.Instantiation) or isinstance(d, (A.ControlDecl, A.ParserDecl)):
+            for x in ([d] if isinstance(d, A.Instantiation) else d.locals):
+                if isinstance(x, A.Instantiation) and _type_name(x.type) in _UNCONVERTED_EXTERNS:
+                    found.append(_err(x, "unknown", f"{_type_name(x.type)}: unknown extern instance (p4c's "
+                                                    f"BMv2 back end has no conversion for it)"))
         if isinstance(d, A.ControlDecl):
             local = dict(top_callables)
             local.update({x.name: x for x in d.locals if isinstance(x, (A.ActionDecl, A.FunctionDecl))})
@@ -235,6 +254,112 @@ def _header_width(d: A.HeaderDecl, typedefs: dict) -> list[P4Error]:
                                         f"BMv2 target only supports headers with fields totaling a multiple "
                                         f"of 8 bits.")]
     return []
+
+
+# v1model externs p4c-bm2-ss has no converter for (simpleSwitch.cpp registers counter,
+# direct_counter, meter, direct_meter, register, action_profile, action_selector)
+_UNCONVERTED_EXTERNS = {"Checksum16"}
+_MAIN_ROLES = ("parser", "verify", "ingress", "egress", "compute", "deparser")
+
+
+def _type_name(t: object) -> str:
+    if isinstance(t, A.TSpecialized):
+        t = t.base
+    return t.name if isinstance(t, A.TName) else ""
+
+
+def _main_roles(program: A.Program) -> dict[str, str]:
+    """Control/parser type name -> its V1Switch role (``ingress``, ``verify`` ...)."""
+    for d in program.decls:
+        if isinstance(d, A.Instantiation) and d.name == "main" and len(d.args) == 6:
+            out = {}
+            for role, a in zip(_MAIN_ROLES, d.args):
+                a = a.value if isinstance(a, A.Arg) else a
+                if isinstance(a, A.CtorCall):
+                    out.setdefault(a.tname, role)
+            return out
+    return {}
+
+
+_CHECKSUM_CALLS = {True: ("verify_checksum", "verify_checksum_with_payload"),
+                   False: ("update_checksum", "update_checksum_with_payload")}
+
+
+def _stmt_text(st: object) -> str:
+    if isinstance(st, A.CallStmt) and isinstance(st.call, A.Call):
+        return show(st.call.func)
+    if isinstance(st, A.Assign):
+        return f"{show(st.lhs)} = {show(st.rhs)}"
+    return {A.If: "IfStatement", A.Switch: "SwitchStatement", A.Exit: "exit", A.Return: "return"}.get(
+        type(st), type(st).__name__)
+
+
+def _checksum_control(body: A.Block, verify: bool) -> list[P4Error]:
+    """p4c's BMv2 back end turns a checksum control into a list of checksum objects: only
+    calls of the two checksum functions, with a data list of fields and constants."""
+    names = _CHECKSUM_CALLS[verify]
+    out: list[P4Error] = []
+    for st in body.stmts if isinstance(body, A.Block) else [body]:
+        if isinstance(st, A.Block):
+            out.extend(_checksum_control(st, verify))
+            continue
+        if isinstance(st, A.Empty):
+            continue
+        call = st.call if isinstance(st, A.CallStmt) else None
+        if isinstance(call, A.Call) and isinstance(call.func, A.Path) and call.func.name in names:
+            if len(call.args) >= 2:
+                data = call.args[1].value if isinstance(call.args[1], A.Arg) else call.args[1]
+                bad = _computation(data)
+                if bad is not None:
+                    out.append(_err(bad, "unsupported", f"{show(bad)}: Computations are not supported in "
+                                                        f"{names[0]}"))
+            continue
+        out.append(_err(st.call if isinstance(st, A.CallStmt) else st, "unsupported",
+                        f"{_stmt_text(st)}: Only calls to {names[0]} or {names[1]} allowed"))
+    return out
+
+
+def _computation(e: object) -> object | None:
+    """The first part of a checksum data list that is not a field, a constant, a list or a
+    struct expression (p4c's EnsureExpressionIsSimple), or None."""
+    if isinstance(e, (A.ListExpr, A.StructExpr)):
+        for it in e.items:
+            it = it[1] if isinstance(it, tuple) else it
+            bad = _computation(it)
+            if bad is not None:
+                return bad
+        return None
+    if isinstance(e, (A.Path, A.Member, A.IntLit, A.TypeMember)):
+        return None
+    if isinstance(e, A.Index):
+        return None
+    if isinstance(e, A.Cast) and _is_literal(e):
+        return None            # folded to a constant by p4c
+    return e
+
+
+def _pipeline_only_calls(control: A.ControlDecl, role: str) -> list[P4Error]:
+    """clone/resubmit/recirculate where simple_switch cannot run them (simpleSwitch.cpp)."""
+    out: list[P4Error] = []
+    for n, _ in _walk([control.locals, control.body], False):
+        if not (isinstance(n, A.Call) and isinstance(n.func, A.Path)):
+            continue
+        name = n.func.name
+        args = [a.value if isinstance(a, A.Arg) else a for a in n.args]
+        kind = None
+        if name in ("clone", "clone_preserving_field_list") and args:
+            ct = args[0]
+            kind = ct.name if isinstance(ct, A.TypeMember) else None
+        if kind == "I2E" and role != "ingress":
+            out.append(_err(n, "target-error", f"'{name}(I2E, ...) not invoked in ingress {name}"))
+        elif kind == "E2E" and role != "egress":
+            out.append(_err(n, "target-error", f"'{name}(E2E, ...) not invoked in egress {name}"))
+        elif name == "resubmit_preserving_field_list" and role != "ingress":
+            out.append(_err(n, "target-error", f"'resubmit' can only be invoked in ingress {name}"))
+        elif name == "recirculate_preserving_field_list" and role != "egress":
+            # (sic: p4c words the egress-only recirculate like resubmit)
+            out.append(_err(n, "target-error", f"'resubmit' can only be invoked in egress {name}"))
+    return out
 
 
 def _deparser_name(program: A.Program) -> str | None:

@@ -351,3 +351,54 @@ def test_conditional_call_of_an_action_is_inlined():
 ])
 def test_what_predication_takes(body):
     compile_source(_program("        t.apply();", locals_=ACTIONS.replace("{body}", body)), "prog.p4")
+
+
+# ------------------------------------------------------------------ externs, checksum controls, clone placement
+def test_extern_without_bmv2_conversion():
+    # v1model's deprecated Checksum16: p4c-bm2-ss registers no converter for it
+    e = _refusal(_program("        h.h.w = ck.get({ h.h.a, h.h.n });", locals_="    Checksum16() ck;\n"))
+    assert str(e.errors[0]) == ("prog.p4:10:5: [--Werror=unknown] error: Checksum16: unknown extern instance "
+                                "(p4c's BMv2 back end has no conversion for it)")
+
+
+def _with_compute(body: str) -> str:
+    return _program("        sm.egress_spec = 1;").replace(
+        "control C(inout H h, inout M m) { apply {} }", "control C(inout H h, inout M m) {\n    apply {\n"
+        + body + "\n    }\n}")
+
+
+@pytest.mark.parametrize("body, where, text", [
+    ("        if (h.h.isValid()) { update_checksum(true, { h.h.a }, h.h.w, HashAlgorithm.csum16); }",
+     (18, 9), "IfStatement: Only calls to update_checksum or update_checksum_with_payload allowed"),
+    ("        h.h.n = 1;", (18, 9), "h.h.n = 1: Only calls to update_checksum or update_checksum_with_payload allowed"),
+    ("        update_checksum(true, { h.h.a, h.h.n + 1 }, h.h.w, HashAlgorithm.csum16);",
+     (18, 40), "h.h.n + 1: Computations are not supported in update_checksum"),
+])
+def test_checksum_control_takes_only_checksum_calls(body, where, text):
+    src = _with_compute(body)
+    e = _refusal(src)
+    assert str(e.errors[0]) == f"prog.p4:{where[0]}:{where[1]}: [--Werror=unsupported] error: {text}"
+
+
+def test_checksum_control_as_bmv2_takes_it():
+    compile_source(_with_compute(
+        "        update_checksum(h.h.isValid(), { h.h.a, 8w0, (bit<8>)1, h.s[0].a }, h.h.w, HashAlgorithm.csum16);"),
+        "prog.p4")
+
+
+@pytest.mark.parametrize("call, block, text", [
+    ("clone(CloneType.I2E, 5);", "egress", "'clone(I2E, ...) not invoked in ingress clone"),
+    ("clone_preserving_field_list(CloneType.E2E, 5, 1);", "ingress",
+     "'clone_preserving_field_list(E2E, ...) not invoked in egress clone_preserving_field_list"),
+    ("resubmit_preserving_field_list(1);", "egress",
+     "'resubmit' can only be invoked in ingress resubmit_preserving_field_list"),
+    ("recirculate_preserving_field_list(1);", "ingress",
+     "'resubmit' can only be invoked in egress recirculate_preserving_field_list"),
+])
+def test_clone_resubmit_recirculate_only_where_simple_switch_runs_them(call, block, text):
+    src = _program("        " + (call if block == "ingress" else "sm.egress_spec = 1;"))
+    if block == "egress":
+        src = src.replace("control E(inout H h, inout M m, inout standard_metadata_t sm) { apply {} }",
+                          "control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { " + call + " } }")
+    e = _refusal(src)
+    assert str(e.errors[0]).endswith(f"[--Werror=target-error] error: {text}")
