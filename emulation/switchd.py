@@ -295,6 +295,26 @@ BACKLOG_LIMIT = 4096
 LINK_BUDGET = 8
 
 
+class BusyPoll:
+    """When to busy-poll (see ``SwitchDaemon.busy_poll``): :meth:`arrived` is told of every
+    batch read; while the mean time between frames (an EWMA over batches) is below
+    ``span / SPIN_RATE_FACTOR``, ``until`` moves to ``span`` seconds after the last batch."""
+
+    def __init__(self, span: float):
+        self.span = span
+        self.until = 0.0
+        self.gap = 1.0              # mean seconds between frames
+        self._last: float | None = None
+
+    def arrived(self, now: float, frames: int) -> None:
+        if self._last is not None:
+            gap = min((now - self._last) / max(1, frames), 1.0)
+            self.gap += (gap - self.gap) * 0.125
+        self._last = now
+        if self.gap * SPIN_RATE_FACTOR < self.span:
+            self.until = now + self.span
+
+
 class SwitchStats:
     """Per-port counters of the switch process (see the module docstring).
 
@@ -558,13 +578,11 @@ class SwitchDaemon:
         hot: set[int] = set(self.ports)   # read everything once at start
         limit = self.rx_batch
         next_check = time.monotonic() + LINK_CHECK_INTERVAL
-        spin = self.busy_poll
-        spin_until = 0.0                  # busy-poll every port until then (see busy_poll)
-        last_rx, gap_avg = time.monotonic(), 1.0   # mean time between frames (EWMA), s
+        poll = BusyPoll(self.busy_poll)
         all_ports = set(self.ports)
         try:
             while not self.stop_event.is_set():
-                if spin and time.monotonic() < spin_until:
+                if poll.until and time.monotonic() < poll.until:
                     hot = all_ports
                 if hot:
                     timeout = 0.0
@@ -596,13 +614,8 @@ class SwitchDaemon:
                         hot.add(num)
                     if frames:
                         self._run_batch(num, frames)
-                        if spin:
-                            now = time.monotonic()
-                            gap = (now - last_rx) / len(frames)
-                            last_rx = now
-                            gap_avg += (min(gap, 1.0) - gap_avg) * 0.125
-                            if gap_avg * SPIN_RATE_FACTOR < spin:     # frames come fast: keep polling
-                                spin_until = now + spin
+                        if poll.span:
+                            poll.arrived(time.monotonic(), len(frames))
                 if self._queued:
                     self._drain_queues()
                 now = time.monotonic()

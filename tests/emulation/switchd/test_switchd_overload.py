@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from emulation.switchd import SwitchDaemon, parse_args
+from emulation.switchd import BusyPoll, SwitchDaemon, UsageError, parse_args
 from host_agent.free_ports import free_tcp_port, free_udp_ports
 from emulation.v1model.hashes import csum16
 from emulation.v1model.load import load_switch
@@ -62,6 +62,63 @@ def test_command_line_stats_options():
     a = parse_args(["--no-p4", "--stats-interval", "2.5", "--rx-batch", "16"])
     assert a.stats_interval == 2.5 and a.rx_batch == 16
     assert parse_args(["--no-p4"]).rx_batch == 64
+
+
+def test_busy_poll_option():
+    assert parse_args(["--no-p4"]).busy_poll_us == 200.0
+    assert parse_args(["--no-p4", "--busy-poll-us", "0"]).busy_poll_us == 0.0
+    with pytest.raises(UsageError, match="--busy-poll-us"):
+        parse_args(["--no-p4", "--busy-poll-us", "-5"])
+
+
+def test_busy_poll_engages_only_under_load():
+    """Busy polling starts when frames come faster than one per span/4 on average and stops
+    span seconds after the last batch; a trickle never starts it."""
+    span = 200e-6
+    slow = BusyPoll(span)
+    for i in range(50):                 # 1,000 frames/s: a gap of 1 ms
+        slow.arrived(i * 1e-3, 1)
+    assert slow.until == 0.0
+    fast = BusyPoll(span)
+    t = 0.0
+    for i in range(200):                # 100,000 frames/s, in batches of 4
+        t += 40e-6
+        fast.arrived(t, 4)
+    assert fast.gap < span / 4 and fast.until == pytest.approx(t + span)
+    for _ in range(40):                 # the load stops: one frame every 10 ms
+        t += 10e-3
+        before = fast.until
+        fast.arrived(t, 1)
+    assert fast.until == before        # no longer extended
+    off = BusyPoll(0.0)
+    off.arrived(1.0, 64)
+    off.arrived(1.0 + 1e-6, 64)
+    assert off.until == 0.0
+
+
+def test_busy_polling_switch_forwards_and_goes_idle():
+    """A burst above the busy-polling rate is forwarded whole; afterwards the loop sleeps again
+    (its thread uses next to no CPU while no frame comes)."""
+    a, host_a = MemoryPort.pair("sw1", "h1")
+    b, host_b = MemoryPort.pair("sw2", "h2")
+    d = SwitchDaemon({1: a, 2: b}, routed_switch(), grpc_addr=None, busy_poll_us=2000).start()
+    try:
+        for _ in range(400):
+            host_a.send(ROUTED)
+        got = 0
+        end = time.monotonic() + 20
+        while got < 400 and time.monotonic() < end:
+            if host_b.recv(0.5) is not None:
+                got += 1
+        assert got == 400
+        loop = next(t for t in threading.enumerate() if t.name == "switch-io")
+        clock = time.pthread_getcpuclockid(loop.ident)
+        time.sleep(0.1)                 # the last busy-poll span ends
+        c0 = time.clock_gettime(clock)
+        time.sleep(0.5)
+        assert time.clock_gettime(clock) - c0 < 0.2
+    finally:
+        d.stop()
 
 
 def test_memory_ports_batched_and_counted():
