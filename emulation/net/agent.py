@@ -13,8 +13,27 @@ pluggable agent command:
   aggregation address (the switch runs ``p4src/saatp.p4``, configured by the controller);
 * ``echo``: UDP echo to every peer (RTT and loss), a connectivity/latency probe.
 
-``--start-at`` (a ``time.time()`` value) lines all ranks up; ``--delay-ms`` makes this host
-a straggler (it sleeps that long before each iteration, as slow compute would).
+``--start-at`` (a ``time.time()`` value) lines all ranks up.
+
+**Compute model** (``ring`` and ``saatp``): every iteration starts with the host "computing"
+its mini-batch for ``--compute-ms`` T, plus ``--delay-ms`` D on a straggler (its compute is
+that much slower), then all-reduces.  Compute is modelled as time, not CPU work: the agent
+runs its event loop until the compute deadline (so it keeps answering late peers, as a host
+whose accelerator computes while its CPU talks), because the Mininet hosts share the
+machine's two cores with the switch process, and real work on them would time CPU
+contention instead of the protocol.  The assumption: each host computes on a resource of
+its own, at a fixed speed, and compute and communication overlap.  Every iteration record
+has ``compute_s`` (iteration start to the all-reduce's start, measured), ``time_s`` (the
+all-reduce) and ``iter_s`` (iteration start to all-reduce done), so moving compute between
+hosts is never counted as free.  ``--warmup N`` iterations come first and are marked
+``"warmup": true`` (not counted by the runner).
+
+**Compute assist** (``saatp --assist-dir DIR``, :mod:`emulation.net.assist`): after the
+warm-up the agent reports its measured compute time, waits for the runner's plan, and, when
+the plan names it, either computes only (1 − φ) of its batch and all-reduces q − part (the
+straggler) or runs a second :class:`Worker` with the virtual wid that all-reduces ``part``
+of the straggler's input, computed from its replica (``ring_input`` of the straggler's rank),
+φ·T after its own all-reduce began (the helper).
 """
 from __future__ import annotations
 
@@ -26,9 +45,9 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
-
 
 from host_agent import wire
 from host_agent.baselines.ring import RingWorker
@@ -36,6 +55,8 @@ from host_agent.clock import RealClock
 from host_agent.constants import DEFAULT_K, SWITCH_IP
 from host_agent.transport import UdpSocketTransport
 from host_agent.worker import AgentConfig, Worker
+
+from . import assist as assist_mod
 
 ECHO_PORT = 9002
 
@@ -60,6 +81,18 @@ def _wait_start(t: float | None) -> None:
         d = t - time.time()
         if d > 0:
             time.sleep(d)
+
+
+def compute_s(a: argparse.Namespace) -> float:
+    """This host's compute time for one whole mini-batch (the model: T, plus D on a straggler)."""
+    return (a.compute_ms + a.delay_ms) / 1000
+
+
+def _until(loop: RealClock, deadline: float) -> None:
+    """Compute until ``deadline``: the event loop keeps running (late peers are answered)."""
+    d = deadline - loop.now()
+    if d > 0:
+        loop.run(lambda: False, timeout=d)
 
 
 def run_ring(a: argparse.Namespace) -> dict:
@@ -99,15 +132,20 @@ def run_ring(a: argparse.Namespace) -> dict:
     iters = []
     ok = True
     t_all = time.monotonic()
-    for it in range(a.iters):
-        if a.delay_ms:
-            time.sleep(a.delay_ms / 1000)
+    for it in range(a.warmup + a.iters):
+        t_it = loop.now()
         q = ring_input(a.seed, it, a.rank, a.elements)
-        t0 = time.monotonic()
-        w.start(it, q)
+        _until(loop, t_it + compute_s(a))
+        t0 = loop.now()
+        # on the wire the iterations count from 1: RingWorker keeps a peer's packets of the
+        # iteration after its current one (initially 0) until it starts it
+        w.start(it + 1, q)
         done = loop.run(lambda: w.done, timeout=a.timeout)
-        t1 = time.monotonic()
-        rec = {"iter": it, "time_s": t1 - t0, "done": done, "resent": w.resent, "sent": w.sent}
+        t1 = loop.now()
+        rec = {"iter": it, "time_s": t1 - t0, "compute_s": t0 - t_it, "iter_s": t1 - t_it, "done": done,
+               "resent": w.resent, "sent": w.sent}
+        if it < a.warmup:
+            rec["warmup"] = True
         if done:
             res, ovf = w.result()
             exact = bool(np.array_equal(res, expected_sum(a.seed, it, n, a.elements)))
@@ -130,8 +168,8 @@ def run_ring(a: argparse.Namespace) -> dict:
 
 def run_saatp(a: argparse.Namespace) -> dict:
     """One SA-ATP worker (``host_agent.worker.Worker``) over a kernel UDP socket to the
-    switch's aggregation address; iterations are numbered 1..iters (0 is not a valid
-    SA-ATP iteration)."""
+    switch's aggregation address; iterations are numbered 1..warmup+iters (0 is not a valid
+    SA-ATP iteration).  With ``--assist-dir``, compute assist after the warm-up (module docs)."""
 
     n = len(a.hosts.split(","))
     cfg = AgentConfig(job=a.job, nworkers=n, k=a.k, pool=a.window, t_s=a.t_s)
@@ -139,33 +177,119 @@ def run_saatp(a: argparse.Namespace) -> dict:
     tr = UdpSocketTransport(loop, ("0.0.0.0", a.port or wire.SA_PORT), (a.agg_ip, a.port or wire.SA_PORT))
     w = Worker(a.rank, cfg, loop, tr.send)
     tr.set_receiver(w.on_message)
+    vw: Worker | None = None            # the virtual worker, on the helper's host
+    plan: dict = {}
+    out: dict = {}
     _wait_start(a.start_at)
     iters = []
     ok = True
     t_all = time.monotonic()
-    for it in range(1, a.iters + 1):
-        if a.delay_ms:
-            time.sleep(a.delay_ms / 1000)
+    last_compute = 0.0
+    for it in range(1, a.warmup + a.iters + 1):
+        if a.assist_dir and it == a.warmup + 1:
+            plan, vw = _assist_setup(a, loop, tr, w, cfg, iters[-1] if iters else {}, last_compute, out)
+        active = bool(plan.get("assist"))
+        straggler, helper = (plan.get("straggler"), plan.get("helper")) if active else (None, None)
+        share = plan.get("phi", 0.0) if active else 0.0
+        t_it = loop.now()
         q = ring_input(a.seed, it, a.rank, a.elements)
-        t0 = time.monotonic()
+        mine = compute_s(a)
+        if a.rank == straggler:
+            q, _ = assist_mod.split(q, share)      # the helper all-reduces the rest of our batch
+            mine *= 1 - share
+        part = None
+        if a.rank == helper:
+            # the straggler's input, from this host's replica of its data shard
+            _, part = assist_mod.split(ring_input(a.seed, it, straggler, a.elements), share)
+        _until(loop, t_it + mine)
         w.start(it, q)
-        done = loop.run(lambda: w.done, timeout=a.timeout)
-        rec = {"iter": it, "time_s": time.monotonic() - t0, "done": done}
+        t_v = None
+        if part is not None:
+            # after our own batch, φ of the straggler's, at our speed
+            _until(loop, w.cur.t_start + share * mine)
+            t_v = loop.now()
+            vw.start(it, part)
+        both = part is not None
+
+        def finished(it=it, both=both, vw=vw) -> bool:
+            return w.done and (not both or (vw.cur.it == it and vw.done))
+        done = loop.run(finished, timeout=a.timeout)
+        t_end = max(w.cur.t_done or loop.now(), (vw.cur.t_done or loop.now()) if part is not None else 0.0)
+        rec = {"iter": it, "time_s": (w.cur.t_done or loop.now()) - w.cur.t_start, "compute_s": w.cur.t_start - t_it,
+               "iter_s": t_end - t_it, "done": done}
+        last_compute = rec["compute_s"]
+        if it <= a.warmup:
+            rec["warmup"] = True
+        if a.rank == straggler:
+            rec["assist"] = {"role": "straggler", "phi": share}
+        if part is not None:
+            rec["assist"] = {"role": "helper", "phi": share, "assist_compute_s": t_v - w.cur.t_start,
+                             "virtual_allreduce_s": (vw.cur.t_done or loop.now()) - t_v}
+            rec["compute_s"] = t_v - t_it      # its own batch and the straggler's share
         if not done:
             ok = False
             iters.append(rec)
             break
         res, ovf = w.result()
         exact = bool(np.array_equal(res, expected_sum(a.seed, it, n, a.elements)))
+        if part is not None:
+            vres, _ = vw.result()
+            rec["virtual_exact"] = bool(np.array_equal(vres, res))
+            exact &= rec["virtual_exact"]
         rec.update(digest=digest(res), exact=exact, overflow=bool(ovf))
         ok &= exact
         iters.append(rec)
     # stay for late peers: the worker caches results and may be its job's helper
     loop.run(None, timeout=a.linger)
     tr.close()
-    return {"ok": ok, "iters": iters, "elements": a.elements, "nranks": n, "total_s": time.monotonic() - t_all,
-            "stats": w.stats.as_dict(), "helper": w.helper.stats.as_dict(), "tx": tr.tx, "rx": tr.rx,
-            "tx_dropped": tr.tx_dropped}
+    out.update({"ok": ok, "iters": iters, "elements": a.elements, "nranks": n, "total_s": time.monotonic() - t_all,
+                "stats": w.stats.as_dict(), "helper": w.helper.stats.as_dict(), "tx": tr.tx, "rx": tr.rx,
+                "tx_dropped": tr.tx_dropped, "compute_ms": a.compute_ms})
+    if vw is not None:
+        out["virtual"] = {"wid": vw.wid, "stats": vw.stats.as_dict(), "helper": vw.helper.stats.as_dict()}
+    return out
+
+
+def _assist_setup(a: argparse.Namespace, loop: RealClock, tr: UdpSocketTransport, w: Worker, cfg: AgentConfig,
+                  last: dict, compute: float, out: dict) -> tuple[dict, Worker | None]:
+    """Report the warm-up's measured compute time, wait for the plan, and set up this
+    host's part in it: every worker's helper role counts v as a contributor; the helper's
+    host gets the virtual worker and routes packets between its two workers."""
+    d = Path(a.assist_dir)
+    assist_mod.write_json(assist_mod.report_path(d, a.rank),
+                          {"rank": a.rank, "compute_s": compute, "allreduce_s": last.get("time_s"),
+                           "iter": last.get("iter"), "at": time.time()})
+    t0 = loop.now()
+    plan = assist_mod.wait_for_plan(d, lambda until, t: loop.run(until, timeout=t), a.timeout)
+    out["assist_plan"] = plan
+    out["plan_wait_s"] = loop.now() - t0
+    if not plan.get("assist"):
+        return plan, None
+    v = int(plan["virtual"])
+    cfg.assist_mask |= 1 << v
+    w.helper.assist_mask = cfg.assist_mask
+    if a.rank != plan["helper"]:
+        return plan, None
+    vw = Worker(v, cfg, loop, tr.send)
+    share = a.assist_results == "local"
+
+    def deliver(data: bytes) -> None:
+        to_real, to_virtual = assist_mod.route(data, v, share)
+        if to_real:
+            w.on_message(data)
+        if to_virtual:
+            vw.on_message(data)
+    tr.set_receiver(deliver)
+    if share:
+        # results this host's helper role completes itself reach v too (the switch does not
+        # send a helper's own HRESULT back to its port)
+        own = w.helper.on_result
+
+        def local_result(h: wire.Header, vals: np.ndarray) -> None:
+            own(h, vals)
+            vw.on_message(wire.pack(h, vals))
+        w.helper.on_result = local_result
+    return plan, vw
 
 
 def run_echo(a: argparse.Namespace) -> dict:
@@ -238,7 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--window", type=int, default=32)
     ap.add_argument("--rto", type=float, default=0.05)
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--delay-ms", type=float, default=0.0)
+    ap.add_argument("--delay-ms", type=float, default=0.0,
+                    help="straggler: its compute takes this much longer per iteration")
+    ap.add_argument("--compute-ms", type=float, default=0.0,
+                    help="compute time per iteration (modelled, see the module docs)")
+    ap.add_argument("--warmup", type=int, default=0, help="iterations before the counted ones (marked warmup)")
+    ap.add_argument("--assist-dir", default=None,
+                    help="saatp: compute assist after the warm-up; reports and the plan go through DIR")
+    ap.add_argument("--assist-results", choices=["local", "replica"], default="local",
+                    help="saatp assist: the virtual worker gets the helper host's results (local) or a "
+                         "multicast replica of its own (replica)")
     ap.add_argument("--start-at", type=float, default=None)
     ap.add_argument("--timeout", type=float, default=30.0, help="per iteration")
     ap.add_argument("--linger", type=float, default=1.0)
@@ -253,6 +386,13 @@ def main(argv: list[str] | None = None) -> int:
     n = len(a.hosts.split(","))
     if not 0 <= a.rank < n:
         print(f"agent: rank {a.rank} out of range for {n} hosts", file=sys.stderr)
+        return 2
+    if a.assist_dir and (a.workload != "saatp" or a.warmup < 1):
+        print("agent: --assist-dir is for saatp with --warmup >= 1 (the plan is learnt in the warm-up)",
+              file=sys.stderr)
+        return 2
+    if a.compute_ms < 0 or a.delay_ms < 0 or a.warmup < 0:
+        print("agent: --compute-ms, --delay-ms and --warmup must not be negative", file=sys.stderr)
         return 2
     t0 = time.time()
     try:

@@ -27,7 +27,14 @@ saatp switch's per-port ``--impair`` (tc netem is not available here).
 (BMv2's ``set_queue_rate``); every run reports whether the switch itself was the bottleneck
 (``bottleneck``: kernel and queue drops, the switch process's CPU use, link utilisation).
 ``--compare`` runs SA-ATP, SwitchML-like and ring on the same topology and writes one table
-and one plot.  ``--switch bmv2`` compiles P4 source with ``p4c-bm2-ss`` from PATH.
+and one plot; with a delayed straggler and ``--compute-ms`` it adds SA-ATP with compute assist.
+``--switch bmv2`` compiles P4 source with ``p4c-bm2-ss`` from PATH.
+
+``--compute-ms T`` gives every host T of (modelled) compute per iteration before it
+all-reduces; a ``--straggler HOST:delay=D`` computes T + D.  ``--workload saatp-assist``
+(or ``switchml-assist``) learns the straggler's lag in a warm-up iteration, then has a
+leading worker compute part of its mini-batch and contribute it as a virtual worker
+(SA-ATP.md §14; :mod:`emulation.net.assist`).
 See docs/mininet.md.
 """
 from __future__ import annotations
@@ -46,14 +53,29 @@ from typing import Any
 from host_agent.channels import parse_impairment
 from host_agent.constants import SAATP_P4
 
+from . import assist as assist_mod
 from .agent import digest, expected_sum
 from .commands import bmv2_binary, p4c_binary, p4c_command
 from .mn import why_unavailable
 from .session import DEFAULT_PROGRAM, REPO, NetSession
 from .topo import TopologyError, TopoSpec, load_topology_json, single_switch, two_racks
 
-WORKLOADS = ("saatp", "switchml", "ring", "echo", "ddp")
-SWITCH_AGG = ("saatp", "switchml")      # workloads that configure an SA-ATP job on the switch
+ASSIST = ("saatp-assist", "switchml-assist")   # compute assist on top of the SA-ATP program's modes
+WORKLOADS = ("saatp", "switchml", "ring", "echo", "ddp", *ASSIST)
+SWITCH_AGG = ("saatp", "switchml", *ASSIST)     # workloads that configure an SA-ATP job on the switch
+COMPUTE = ("ring", *SWITCH_AGG)                 # workloads whose agents model compute (--compute-ms)
+COMPARABLE = ("saatp", "switchml", "ring", *ASSIST)
+
+
+def switch_mode(workload: str) -> str:
+    """The SA-ATP program's mode a workload configures (assist runs on top of a mode)."""
+    return workload.removesuffix("-assist")
+
+
+def warmup_of(args: argparse.Namespace) -> int:
+    """Uncounted iterations before the counted ones: at least one for assist (it learns there)."""
+    w = getattr(args, "warmup", 0) or 0
+    return max(1, w) if args.workload in ASSIST and not args.agent_cmd else w
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,7 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="saatp: SA-ATP in the switch (p4src/saatp.p4); switchml: the same program without "
                         "straggler detection (baseline); ring: host ring all-reduce baseline (switches route "
                         "IPv4); echo: UDP echo; ddp: scripts/ddp_example.py over the saatp torch backend "
-                        "(ring engine)")
+                        "(ring engine); saatp-assist / switchml-assist: compute assist on top (SA-ATP.md 14: a "
+                        "leading worker computes part of the straggler's mini-batch; needs --compute-ms)")
     p.add_argument("--t-s", type=float, default=0.05, help="SA-ATP straggler threshold T_s, seconds")
     p.add_argument("--pool", type=int, default=32, help="SA-ATP slots per set (window)")
     p.add_argument("--agent-cmd", default=None, metavar="TEMPLATE",
@@ -77,7 +100,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--elements", type=int, default=4096, help="int32 values per all-reduce")
     p.add_argument("--iters", type=int, default=5)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--straggler", action="append", default=[], metavar="HOST:delay=MS,cpu=FRACTION")
+    p.add_argument("--straggler", action="append", default=[], metavar="HOST:delay=MS,cpu=FRACTION",
+                   help="delay: the host's compute takes that much longer each iteration; cpu: a CPU quota")
+    p.add_argument("--compute-ms", type=float, default=0.0, metavar="T",
+                   help="every host computes T ms per iteration before it all-reduces (modelled as time: "
+                        "see docs/mininet.md); iteration times then include it")
+    p.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="uncounted iterations before the --iters counted ones (assist learns in the first; "
+                        "--compare with assist gives every workload one)")
+    p.add_argument("--assist-results", choices=["local", "replica"], default="local",
+                   help="assist: the helper's host hands results to its virtual worker (local, default) or the "
+                        "switch sends the virtual worker a multicast replica of its own (replica, SA-ATP.md 14)")
+    p.add_argument("--assist-threshold", choices=["lift", "keep"], default="lift",
+                   help="saatp-assist: raise the switch's T_s to twice the straggler's predicted residual lag once "
+                        "assist runs, so its rounds are waited for rather than evicted (lift, default), or keep T_s")
     p.add_argument("--impair", action="append", default=[], metavar="HOST:SPEC",
                    help="impair what the switch sends to HOST, e.g. h3:loss=1%%,delay=2ms")
     p.add_argument("--pcap", action="store_true", help="per-port pcap files under OUT/pcap")
@@ -95,8 +131,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", action="store_true",
                    help="run SA-ATP, SwitchML-like and ring (--compare-workloads) on the same topology one after "
                         "another; write OUT/compare.json, OUT/compare.png and print one table")
-    p.add_argument("--compare-workloads", default="saatp,switchml,ring", metavar="W1,W2,...",
-                   help="workloads for --compare (default saatp,switchml,ring)")
+    p.add_argument("--compare-workloads", default=None, metavar="W1,W2,...",
+                   help="workloads for --compare (default saatp,switchml,ring; with a delayed straggler and "
+                        "--compute-ms also saatp-assist, second)")
 
 
 def parse_pps(v: str) -> float:
@@ -172,8 +209,12 @@ def agent_commands(args: argparse.Namespace, spec: TopoSpec, out: Path, delay: d
         tmpl = ("{python} -m emulation.net.agent " + kind + " --rank {rank} --hosts {hosts} "
                 "--out {out} --host {host} --elements {elements} --iters {iters} --seed {seed} "
                 "--delay-ms {delay_ms} --start-at {start_at}")
+        if kind != "echo":
+            tmpl += " --compute-ms {compute_ms} --warmup {warmup}"
         if kind == "saatp":
             tmpl += " --agg-ip {agg_ip} --t-s {t_s} --window {pool}"
+        if args.workload in ASSIST:
+            tmpl += " --assist-dir {assist_dir} --assist-results " + args.assist_results
     else:  # ddp: the DDP example, torchrun-style environment through `env`
         tmpl = ("env RANK={rank} WORLD_SIZE={n} LOCAL_RANK=0 MASTER_ADDR=" + ips[0] + " MASTER_PORT=29517 "
                 "SAATP_ENGINE=ring SAATP_HOST={ip} {python} -m emulation.net.ddp_wrap --out {out} -- {python} "
@@ -185,7 +226,9 @@ def agent_commands(args: argparse.Namespace, spec: TopoSpec, out: Path, delay: d
         fields = dict(python=sys.executable, repo=str(REPO), rank=r, n=len(hosts), host=h, ip=ips[r],
                       hosts=",".join(ips), out=str(out / f"agent-{h}.json"), seed=args.seed, iters=args.iters,
                       elements=args.elements, delay_ms=delay.get(h, 0.0), start_at=f"{start_at:.3f}",
-                      agg_ip=spec.agg_ip, t_s=args.t_s, pool=args.pool, straggler_rank=srank, straggler_delay=next(iter(delay.values()), 0))
+                      agg_ip=spec.agg_ip, t_s=args.t_s, pool=args.pool, straggler_rank=srank,
+                      straggler_delay=next(iter(delay.values()), 0), compute_ms=args.compute_ms,
+                      warmup=warmup_of(args), assist_dir=str(out / "assist"))
         try:
             cmds[h] = shlex.split(tmpl.format(**fields))
         except (KeyError, IndexError, ValueError) as e:
@@ -199,6 +242,7 @@ def check_results(args: argparse.Namespace, spec: TopoSpec, agents: dict[str, di
     """Problems found in the agents' results (empty = every agent ok; ring: sums exact)."""
     problems = []
     exact = args.workload in ("ring", *SWITCH_AGG) and not args.agent_cmd
+    want = args.iters + (warmup_of(args) if exact else 0)
     for h, a in agents.items():
         r = a.get("result")
         if r is None:
@@ -210,8 +254,8 @@ def check_results(args: argparse.Namespace, spec: TopoSpec, agents: dict[str, di
             its = r.get("iters", [])
             good = sum(i.get("digest") == digest(expected_sum(args.seed, i["iter"], len(spec.hosts), args.elements))
                        for i in its)
-            if len(its) != args.iters or good != len(its):
-                problems.append(f"{h}: {good} of {args.iters} all-reduce results equal the exact sums")
+            if len(its) != want or good != len(its):
+                problems.append(f"{h}: {good} of {want} all-reduce results equal the exact sums")
     return problems
 
 
@@ -228,12 +272,12 @@ def plot(results: dict, path: Path) -> str | None:
     means = []
     for h in names:
         r = agents[h].get("result") or {}
-        ts = [i["time_s"] * 1000 for i in r.get("iters", []) if "time_s" in i]
+        ts = [iteration_s(i) * 1000 for i in r.get("iters", []) if "time_s" in i]
         means.append(sum(ts) / len(ts) if ts else 0)
         if ts:
             ax1.plot(range(len(ts)), ts, marker="o", label=h)
     ax1.set_xlabel("iteration")
-    ax1.set_ylabel("time (ms)")
+    ax1.set_ylabel("iteration time, compute included (ms)")
     ax1.set_title(f"{results['workload']} per iteration")
     if names:
         ax1.legend(fontsize=7)
@@ -318,46 +362,107 @@ def bottleneck(results: dict, link_rate: float | None) -> dict[str, Any]:
     return out
 
 
+def counted(result: dict | None) -> list[dict]:
+    """An agent's counted iteration records (warm-up iterations left out)."""
+    return [i for i in ((result or {}).get("iters") or []) if "time_s" in i and not i.get("warmup")]
+
+
+def iteration_s(rec: dict) -> float:
+    """Iteration time, compute included (iteration start to all-reduce done); agents that
+    report only the all-reduce (``time_s``) count that."""
+    return rec.get("iter_s", rec["time_s"])
+
+
+def model_of(results: dict) -> str:
+    """What an experiment's iteration times rest on besides measurement: ``-`` (nothing),
+    ``sleep`` (modelled compute: --compute-ms and straggler delays are time, not work),
+    ``sleep+split`` (and compute assist's split of the straggler's mini-batch)."""
+    sleeps = (results.get("compute_ms") or 0) > 0 or any((results.get("stragglers") or {}).get("delay_ms", {}).values())
+    if (results.get("assist") or {}).get("assist"):
+        return "sleep+split"
+    return "sleep" if sleeps else "-"
+
+
 def summarize(results: dict) -> dict[str, Any]:
-    """One row of the comparison: iteration times (ms) of the hosts that are not stragglers
-    (what a straggler-tolerant protocol improves) and of all hosts, exactness, drops."""
+    """One row of the comparison: iteration times in ms (compute included) of the hosts that
+    are not stragglers (what a straggler-tolerant protocol improves) and of all hosts, their
+    all-reduce times, exactness, drops, and what the figures rest on.  Warm-up iterations are
+    left out."""
     slow = set(results.get("stragglers", {}).get("delay_ms", {})) | set(results.get("stragglers", {}).get("cpu", {}))
-    per_host = {}
+    per_host, per_host_ar, warm = {}, {}, []
     for h, a in (results.get("agents") or {}).items():
-        its = [i["time_s"] * 1000 for i in ((a.get("result") or {}).get("iters") or []) if "time_s" in i]
-        per_host[h] = its
-    def stats_of(hosts):
-        xs = [t for h in hosts for t in per_host.get(h, [])]
+        r = a.get("result") or {}
+        per_host[h] = [iteration_s(i) * 1000 for i in counted(r)]
+        per_host_ar[h] = [i["time_s"] * 1000 for i in counted(r)]
+        warm += [iteration_s(i) * 1000 for i in (r.get("iters") or []) if i.get("warmup") and "time_s" in i]
+
+    def stats_of(d, hosts):
+        xs = [t for h in hosts for t in d.get(h, [])]
         if not xs:
             return None, None
         ys = sorted(xs)
         return round(sum(xs) / len(xs), 1), round(ys[len(ys) // 2], 1)
     fast = [h for h in per_host if h not in slow]
-    mean_fast, med_fast = stats_of(fast)
-    mean_all, _ = stats_of(list(per_host))
+    mean_fast, med_fast = stats_of(per_host, fast)
+    mean_all, _ = stats_of(per_host, list(per_host))
+    ar_fast, _ = stats_of(per_host_ar, fast)
     b = results.get("bottleneck") or {}
-    return {"workload": results.get("workload"), "iter_ms_mean": mean_fast, "iter_ms_median": med_fast,
-            "iter_ms_mean_all_hosts": mean_all, "ok": not results.get("problems"),
-            "problems": results.get("problems", []), "kernel_drops": b.get("kernel_drops"),
-            "queue_drops": b.get("queue_drops"), "switch_was_bottleneck": b.get("switch_was_bottleneck"),
-            "switch_busy": max((b.get("switch_busy") or {}).values(), default=None),
-            "machine_busy": b.get("machine_busy"),
-            "max_link_utilisation": b.get("max_link_utilisation"), "bottleneck": b.get("verdict"),
-            "per_host_ms": {h: [round(t, 1) for t in ts] for h, ts in per_host.items()}}
+    row = {"workload": results.get("workload"), "iter_ms_mean": mean_fast, "iter_ms_median": med_fast,
+           "iter_ms_mean_all_hosts": mean_all, "allreduce_ms_mean": ar_fast, "ok": not results.get("problems"),
+           "problems": results.get("problems", []), "kernel_drops": b.get("kernel_drops"),
+           "queue_drops": b.get("queue_drops"), "switch_was_bottleneck": b.get("switch_was_bottleneck"),
+           "switch_busy": max((b.get("switch_busy") or {}).values(), default=None),
+           "machine_busy": b.get("machine_busy"),
+           "max_link_utilisation": b.get("max_link_utilisation"), "bottleneck": b.get("verdict"),
+           "model": model_of(results), "compute_ms": results.get("compute_ms"),
+           "warmup_ms_mean": round(sum(warm) / len(warm), 1) if warm else None,
+           "per_host_ms": {h: [round(t, 1) for t in ts] for h, ts in per_host.items()},
+           "per_host_allreduce_ms": {h: [round(t, 1) for t in ts] for h, ts in per_host_ar.items()}}
+    plan = results.get("assist")
+    if plan is not None:
+        hosts = list(results.get("hosts") or {})
+        name = (lambda r: hosts[r] if isinstance(r, int) and 0 <= r < len(hosts) else r)
+        row["assist"] = {k: plan.get(k) for k in ("assist", "reason", "phi", "lag_s", "t_c_s", "predicted_lag_s",
+                                                  "virtual", "helper_source", "reports_wait_s", "decide_s")}
+        row["assist"].update(straggler=name(plan.get("straggler")), helper=name(plan.get("helper")),
+                             switch_t_s=(plan.get("switch") or {}).get("t_s"))
+    return row
 
 
 def format_table(rows: list[dict]) -> str:
-    head = f"{'workload':<10} {'iter ms (mean)':>15} {'median':>8} {'all hosts':>10} {'exact':>6} " \
-           f"{'kernel drops':>13} {'queue drops':>12} {'link util':>10} {'switch CPU':>11} {'machine CPU':>12}"
+    head = f"{'workload':<16} {'iter ms (mean)':>15} {'median':>8} {'all hosts':>10} {'all-reduce':>11} " \
+           f"{'exact':>6} {'kernel drops':>13} {'queue drops':>12} {'link util':>10} {'switch CPU':>11} " \
+           f"{'machine CPU':>12} {'model':>12}"
     lines = [head, "-" * len(head)]
     for r in rows:
         def f(v, fmt="{:.1f}"):
             return "-" if v is None else fmt.format(v)
-        lines.append(f"{r['workload']:<10} {f(r['iter_ms_mean']):>15} {f(r['iter_ms_median']):>8} "
-                     f"{f(r['iter_ms_mean_all_hosts']):>10} {('yes' if r['ok'] else 'NO'):>6} "
+        lines.append(f"{r['workload']:<16} {f(r['iter_ms_mean']):>15} {f(r['iter_ms_median']):>8} "
+                     f"{f(r['iter_ms_mean_all_hosts']):>10} {f(r.get('allreduce_ms_mean')):>11} "
+                     f"{('yes' if r['ok'] else 'NO'):>6} "
                      f"{f(r['kernel_drops'], '{}'):>13} {f(r['queue_drops'], '{}'):>12} "
                      f"{f(r['max_link_utilisation'], '{:.2f}'):>10} {f(r['switch_busy'], '{:.0%}'):>11} "
-                     f"{f(r.get('machine_busy'), '{:.0%}'):>12}")
+                     f"{f(r.get('machine_busy'), '{:.0%}'):>12} {r.get('model') or '-':>12}")
+    lines.append("iter ms: iteration start to all-reduce done, compute included (hosts that are not stragglers; "
+                 "all hosts next); all-reduce: the all-reduce alone (same hosts); warm-up iterations not counted")
+    models = {r.get("model") for r in rows}
+    if "sleep" in models or "sleep+split" in models:
+        lines.append("model sleep: the figure includes modelled compute (--compute-ms and straggler delays are "
+                     "time, not CPU work); sleep+split: also compute assist's split (phi of the straggler's "
+                     "mini-batch computed by the helper at the helper's speed); -: measured only")
+    for r in rows:
+        a = r.get("assist")
+        if not a:
+            continue
+        if a.get("assist"):
+            lines.append(f"{r['workload']}: learnt lag {1000 * a['lag_s']:.0f} ms of {a['straggler']} over "
+                         f"T_c {1000 * a['t_c_s']:.0f} ms; {a['helper']} ({a['helper_source']}) computes phi = "
+                         f"{a['phi']:.3f} of its mini-batch as virtual wid {a['virtual']} (model: lag "
+                         f"{1000 * a['predicted_lag_s']:.0f} ms)"
+                         + (f"; switch T_s {1000 * a['switch_t_s']:.0f} ms" if a.get("switch_t_s") else "")
+                         + f"; warm-up iteration {r.get('warmup_ms_mean')} ms not counted")
+        else:
+            lines.append(f"{r['workload']}: no assist: {a.get('reason')}")
     return "\n".join(lines)
 
 
@@ -369,43 +474,67 @@ def plot_compare(summary: dict, path: Path) -> str | None:
     except ImportError:
         return None
     rows = summary["rows"]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     names = [r["workload"] for r in rows]
     x = range(len(rows))
-    ax.bar([i - 0.2 for i in x], [r["iter_ms_mean"] or 0 for r in rows], width=0.4, label="hosts not straggling")
-    ax.bar([i + 0.2 for i in x], [r["iter_ms_mean_all_hosts"] or 0 for r in rows], width=0.4, label="all hosts")
+    ax.bar([i - 0.27 for i in x], [r["iter_ms_mean"] or 0 for r in rows], width=0.27,
+           label="iteration, hosts not straggling")
+    ax.bar(list(x), [r["iter_ms_mean_all_hosts"] or 0 for r in rows], width=0.27, label="iteration, all hosts")
+    ax.bar([i + 0.27 for i in x], [r.get("allreduce_ms_mean") or 0 for r in rows], width=0.27,
+           label="all-reduce alone, hosts not straggling")
     ax.set_xticks(list(x))
-    ax.set_xticklabels(names)
-    ax.set_ylabel("mean iteration time (ms)")
-    ax.legend(fontsize=8)
+    ax.set_xticklabels([f"{n}\n({r.get('model') or '-'})" for n, r in zip(names, rows)], fontsize=8)
+    ax.set_ylabel("mean time (ms)")
+    ax.legend(fontsize=7)
     c = summary["config"]
     ax.set_title(f"{c['workers']} workers, {c['elements']} elements, straggler {c['straggler'] or 'none'}, "
-                 f"link {c['link_rate_pps'] or 'unshaped'} pps", fontsize=9)
+                 f"compute {c.get('compute_ms') or 0:g} ms, link {c['link_rate_pps'] or 'unshaped'} pps", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return str(path)
 
 
+def compare_workloads(args: argparse.Namespace) -> list[str]:
+    """The workloads of ``--compare``: ``--compare-workloads``, else SA-ATP, SwitchML-like and
+    ring, with SA-ATP+assist second when there is a delayed straggler and compute to share."""
+    if args.compare_workloads:
+        return [w.strip() for w in args.compare_workloads.split(",") if w.strip()]
+    delayed = any("delay=" in s for s in args.straggler)
+    if delayed and args.compute_ms > 0:
+        return ["saatp", "saatp-assist", "switchml", "ring"]
+    return ["saatp", "switchml", "ring"]
+
+
 def run_compare(args: argparse.Namespace) -> int:
-    """SA-ATP, SwitchML-like and ring, one after another on the same topology and options."""
+    """SA-ATP (with and without assist), SwitchML-like and ring, one after another on the same
+    topology and options."""
     import copy
-    wls = [w.strip() for w in args.compare_workloads.split(",") if w.strip()]
-    bad = [w for w in wls if w not in ("saatp", "switchml", "ring")]
+    wls = compare_workloads(args)
+    bad = [w for w in wls if w not in COMPARABLE]
     if bad or not wls:
-        print(f"saatp experiment mininet: --compare-workloads {args.compare_workloads!r}: choose from saatp, "
-              "switchml, ring", file=sys.stderr)
+        print(f"saatp experiment mininet: --compare-workloads {args.compare_workloads!r}: choose from "
+              f"{', '.join(COMPARABLE)}", file=sys.stderr)
         return 2
     if args.program or args.agent_cmd or args.interactive:
         print("saatp experiment mininet: --compare picks each workload's program and agents; drop --program, "
               "--agent-cmd and --interactive", file=sys.stderr)
         return 2
+    if any(w in ASSIST for w in wls) and not args.compute_ms > 0:
+        print("saatp experiment mininet: compute assist needs --compute-ms (the compute a helper can share)",
+              file=sys.stderr)
+        return 2
+    if not args.compare_workloads and any("delay=" in st for st in args.straggler) and not args.compute_ms > 0:
+        print("*** no compute-assist row: it needs --compute-ms", flush=True)
+    # the same uncounted first iteration for every workload when one of them learns in it
+    warmup = max(args.warmup, 1) if any(w in ASSIST for w in wls) else args.warmup
+    load0 = _loadavg()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, rcs = [], {}
     for w in wls:
         a = copy.copy(args)
-        a.workload, a.out, a.program, a.p4info = w, str(out / w), None, args.p4info
+        a.workload, a.out, a.program, a.p4info, a.warmup = w, str(out / w), None, args.p4info, warmup
         print(f"=== {w} ===", flush=True)
         try:
             rc, res = run_one(a)
@@ -417,10 +546,14 @@ def run_compare(args: argparse.Namespace) -> int:
             return 2
         rows.append(summarize(res))
     summary = {"config": {"switch": args.switch, "topology": args.topo, "workers": args.workers,
-                          "elements": args.elements, "iters": args.iters, "t_s": args.t_s,
-                          "straggler": args.straggler, "link_rate_pps": args.link_rate,
-                          "queue_depth": args.queue_depth, "machine": _machine()},
+                          "elements": args.elements, "iters": args.iters, "warmup": warmup, "t_s": args.t_s,
+                          "compute_ms": args.compute_ms, "straggler": args.straggler,
+                          "link_rate_pps": args.link_rate, "queue_depth": args.queue_depth,
+                          "assist_results": args.assist_results, "assist_threshold": args.assist_threshold,
+                          "machine": _machine(),
+                          "loadavg_before": load0},
                "rows": rows, "exit_status": rcs}
+    summary["config"]["loadavg_after"] = _loadavg()
     (out / "compare.json").write_text(json.dumps(summary, indent=1, default=str))
     if not args.no_plot:
         summary["plot"] = plot_compare(summary, out / "compare.png")
@@ -430,8 +563,17 @@ def run_compare(args: argparse.Namespace) -> int:
         print(f"  {r['workload']}: bottleneck: {r['bottleneck']}")
         for p in r["problems"]:
             print(f"  {r['workload']}: problem: {p}")
+    print(f"*** load average before/after: {summary['config']['loadavg_before']} / "
+          f"{summary['config']['loadavg_after']}")
     print(f"*** comparison in {out / 'compare.json'}")
     return 0 if all(v == 0 for v in rcs.values()) else 1
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _machine() -> str:
@@ -500,6 +642,22 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
               "between racks the switches only forward IPv4 (use --workload ring), see docs/mininet.md",
               file=sys.stderr)
         return 2, {}
+    if args.compute_ms < 0 or args.warmup < 0:
+        print("saatp experiment mininet: --compute-ms and --warmup must not be negative", file=sys.stderr)
+        return 2, {}
+    if args.compute_ms and (args.agent_cmd or args.workload not in COMPUTE):
+        print(f"saatp experiment mininet: --compute-ms is for the {', '.join(COMPUTE)} workloads' agents",
+              file=sys.stderr)
+        return 2, {}
+    if args.workload in ASSIST and not args.agent_cmd:
+        if not args.compute_ms > 0:
+            print(f"saatp experiment mininet: --workload {args.workload} needs --compute-ms: compute assist moves "
+                  "part of the straggler's compute to a helper", file=sys.stderr)
+            return 2, {}
+        if len(spec.hosts) > assist_mod.MAX_ASSIST_WORKERS:
+            print(f"saatp experiment mininet: compute assist needs at most {assist_mod.MAX_ASSIST_WORKERS} workers "
+                  "(virtual wids are 31 - straggler)", file=sys.stderr)
+            return 2, {}
     if args.workload in SWITCH_AGG and not args.program and args.switch == "saatp":
         args.program = str(SAATP_P4)
     if args.program and not Path(args.program).exists():
@@ -507,7 +665,7 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
         return 2, {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for f in out.glob("agent-*.json"):
+    for f in [*out.glob("agent-*.json"), *out.glob("assist/*.json")]:
         f.unlink()
     results: dict[str, Any] = {"switch": args.switch, "topology": spec.name, "forwarding": spec.forwarding,
                                "workload": "custom" if args.agent_cmd else args.workload,
@@ -515,7 +673,8 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
                                "stragglers": {"delay_ms": delay, "cpu": cpu},
                                "impairments": {sw: {str(p): s for p, s in d.items()} for sw, d in impair.items()},
                                "link_rate_pps": args.link_rate, "queue_depth": args.queue_depth,
-                               "elements": args.elements, "iters": args.iters, "t_s": args.t_s}
+                               "elements": args.elements, "iters": args.iters, "warmup": warmup_of(args),
+                               "compute_ms": args.compute_ms, "t_s": args.t_s, "loadavg_before": _loadavg()}
     rc = 0
     try:
         s = NetSession(spec, args.switch, program=args.program, out=out, pcap=args.pcap,
@@ -528,7 +687,8 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
         t0 = time.monotonic()
         s.start()
         if args.workload in SWITCH_AGG:
-            results["switch_config"] = s.program_saatp(mode=args.workload, t_s=args.t_s, pool=args.pool)
+            results["switch_config"] = s.program_saatp(mode=switch_mode(args.workload), t_s=args.t_s,
+                                                       pool=args.pool)
         else:
             results["entries"] = s.program_switches()
         results["setup_s"] = time.monotonic() - t0
@@ -546,8 +706,23 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
             start_at = time.time() + 2.0
             cmds = agent_commands(args, spec, out, delay, start_at)
             results["commands"] = {h: " ".join(shlex.quote(a) for a in c) for h, c in cmds.items()}
+            coord = None
+            if args.workload in ASSIST and not args.agent_cmd:
+                (out / "assist").mkdir(exist_ok=True)
+                (swname, _), = s.switch_nodes().items()
+                coord = assist_mod.Coordinator(out / "assist", len(spec.hosts), args.t_s, controller=s.controller,
+                                               client=s.clients.get(swname), job=s.job,
+                                               results=args.assist_results, threshold=args.assist_threshold,
+                                               timeout=args.timeout)
+                coord.start()
             t1 = time.monotonic()
-            results["agents"] = s.run_agents(cmds, cpu=cpu, timeout=args.timeout)
+            try:
+                results["agents"] = s.run_agents(cmds, cpu=cpu, timeout=args.timeout)
+            finally:
+                if coord is not None:
+                    coord.stop_event.set()
+                    coord.join(10)
+                    results["assist"] = coord.plan
             results["agents_s"] = time.monotonic() - t1
             results["switch_cpu"] = s.switch_cpu
             results["machine_busy"] = s.machine_busy
@@ -566,6 +741,7 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
         results["switch_exit_status"] = s.switch_exit
         results["switch_stats"] = s.final_switch_stats()
         results["bottleneck"] = bottleneck(results, args.link_rate)
+        results["loadavg_after"] = _loadavg()
         if results["leftovers"]:
             print(f"saatp experiment mininet: left behind: {results['leftovers']}", file=sys.stderr)
             rc = rc or 1
@@ -578,10 +754,17 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
         (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     for h, a in results.get("agents", {}).items():
         r = a.get("result") or {}
-        ts = [i["time_s"] for i in r.get("iters", []) if "time_s" in i]
+        its = counted(r)
+        ts = [i["time_s"] for i in its]
+        ws = [iteration_s(i) for i in its]
         print(f"  {h}: ok={r.get('ok')} iterations={len(ts)} mean={1000 * sum(ts) / max(1, len(ts)):.1f} ms"
+              + (f" (iteration with compute {1000 * sum(ws) / max(1, len(ws)):.1f} ms)" if ws != ts else "")
               + (f" exact={all(i.get('exact') for i in r.get('iters', []))}" if r.get("workload") in ("ring", "saatp")
                else ""))
+    if results.get("assist") is not None:
+        p = results["assist"]
+        print("*** assist: " + (f"{p.get('straggler')} helped by {p.get('helper')} (phi {p.get('phi'):.3f}, "
+                                f"virtual wid {p.get('virtual')})" if p.get("assist") else f"none: {p.get('reason')}"))
     for p in results.get("problems", []):
         print(f"  problem: {p}")
     print(f"*** bottleneck: {results['bottleneck']['verdict']}")

@@ -105,8 +105,11 @@ def test_summary_and_table_separate_stragglers():
     table = runner.format_table([row, ring])
     lines = table.splitlines()
     assert lines[0].split()[:3] == ["workload", "iter", "ms"]
-    assert lines[2].split()[:5] == ["saatp", "105.0", "110.0", "76.7", "yes"]
-    assert lines[3].split()[:5] == ["ring", "300.0", "300.0", "300.0", "NO"]
+    # no compute model: the iteration is the all-reduce
+    assert lines[2].split()[:6] == ["saatp", "105.0", "110.0", "76.7", "105.0", "yes"]
+    # the straggler's delay is modelled compute (a sleep); the ring row has no straggler
+    assert lines[2].split()[-1] == "sleep" and lines[3].split()[-1] == "-" and "model sleep:" in table
+    assert lines[3].split()[:6] == ["ring", "300.0", "300.0", "300.0", "300.0", "NO"]
 
 
 def test_compare_refuses_fixed_program(capsys, monkeypatch):
@@ -115,6 +118,7 @@ def test_compare_refuses_fixed_program(capsys, monkeypatch):
     assert runner.run(a) == 2 and "--compare picks" in capsys.readouterr().err
     a = _args("--compare", "--compare-workloads", "saatp,echo")
     assert runner.run(a) == 2 and "choose from" in capsys.readouterr().err
+    assert "saatp-assist" in runner.COMPARABLE
 
 
 @pytest.mark.skipif(shutil.which("p4c-bm2-ss") is None, reason="needs p4c-bm2-ss (p4c's BMv2 back end) on PATH")

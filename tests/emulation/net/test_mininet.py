@@ -104,6 +104,45 @@ def test_runner_two_racks_straggler_impairment(tmp_path):
     assert set(r["switch_counters"]) == {"s1", "s2", "s3"}
 
 
+@pytest.mark.slow
+def test_compute_assist_exact_and_configured(tmp_path):
+    """`--workload saatp-assist`: the warm-up learns h2's lag from the agents' reports, the
+    runner programs the virtual worker over P4Runtime (read back from the switch), the helper
+    host all-reduces part of h2's input as wid 30 and h2 the rest; every sum is exact."""
+    from emulation.net.runner import main
+    rc = main(["--workers", "3", "--workload", "saatp-assist", "--iters", "2", "--elements", "8192", "--t-s", "0.05",
+               "--compute-ms", "100", "--straggler", "h2:delay=300ms", "--out", str(tmp_path), "--no-plot"])
+    r = json.loads((tmp_path / "results.json").read_text())
+    assert rc == 0, r.get("problems")
+    assert r["problems"] == [] and r["leftovers"] == [] and r["warmup"] == 1
+    plan = r["assist"]
+    assert plan["assist"] is True and plan["straggler"] == 1 and plan["virtual"] == 30, plan
+    assert plan["helper"] in (0, 2) and 0.4 < plan["phi"] < 0.7          # lag ~300 ms over T_c ~100 ms
+    helper = f"h{plan['helper'] + 1}"
+    back = plan["switch"]["read_back"]                 # what the switch holds, read over P4Runtime
+    assert back["full_mask"] == 0b111 | 1 << 30
+    assert back["wid_port"] == plan["helper"] + 1 == plan["switch"]["helper_port"]
+    assert sorted(rid for _port, rid in back["mc_group"]) == [0, 1, 2]     # local results: no replica for v
+    agents = {h: a["result"] for h, a in r["agents"].items()}
+    for h, res in agents.items():
+        its = res["iters"]
+        assert [i["iter"] for i in its] == [1, 2, 3] and its[0]["warmup"] and all(i["exact"] for i in its)
+        assert all(i["iter_s"] >= i["compute_s"] and i["iter_s"] >= i["time_s"] for i in its)
+        # compute then all-reduce (the helper's compute_s also counts the share it computes while
+        # its own all-reduce runs)
+        assert all(i["iter_s"] == pytest.approx(i["time_s"] + i["compute_s"], abs=2e-3)
+                   for i in its if (i.get("assist") or {}).get("role") != "helper")
+    # the straggler all-reduced q - part; the helper computed its share and its virtual worker sent part
+    assert all(i["assist"] == {"role": "straggler", "phi": plan["phi"]} for i in agents["h2"]["iters"][1:])
+    assert all(i["compute_s"] < 0.3 for i in agents["h2"]["iters"][1:])        # (1 - phi) * 400 ms
+    hv = agents[helper]
+    assert all(i["assist"]["role"] == "helper" and i["virtual_exact"] for i in hv["iters"][1:])
+    assert all(i["compute_s"] > 0.12 for i in hv["iters"][1:])                 # 100 ms + phi * 100 ms
+    assert hv["virtual"]["wid"] == 30 and hv["virtual"]["stats"]["data_sent"] >= 2 * 32
+    assert hv["virtual"]["stats"]["results"] >= 2 * 32
+    assert r["switch_counters"]["s1"]["saatp"]["events"]["violation"] == 0
+
+
 def test_topology_json_runtime_entries(tmp_path):
     """A tutorials-style topology.json + runtime JSON, programmed over P4Runtime, forwards pings."""
     from emulation.net.topo import load_topology_json
