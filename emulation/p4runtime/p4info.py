@@ -318,12 +318,15 @@ def p4info_from_program(program_or_info: Any) -> Any:
             _preamble(c.preamble, sym, "counter", e.name, e.annotations)
             c.spec.unit = _COUNTER_UNITS.get(e.unit, p4i.CounterSpec.BOTH)
             c.size = e.size
+        elif e.kind in ("direct_counter", "direct_meter") and cp_name(e.table or "") not in table_ids:
+            # p4c adds direct resources with the table that owns them (addTableProperties): one
+            # whose table is gone (never applied) or that no table names is not listed
+            continue
         elif e.kind == "direct_counter":
             c = p.direct_counters.add()
             _preamble(c.preamble, sym, "direct_counter", e.name, e.annotations)
             c.spec.unit = _COUNTER_UNITS.get(e.unit, p4i.CounterSpec.BOTH)
-            if e.table:
-                c.direct_table_id = table_ids[cp_name(e.table)]
+            c.direct_table_id = table_ids[cp_name(e.table)]
         elif e.kind == "meter":
             m = p.meters.add()
             _preamble(m.preamble, sym, "meter", e.name, e.annotations)
@@ -333,8 +336,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
             m = p.direct_meters.add()
             _preamble(m.preamble, sym, "direct_meter", e.name, e.annotations)
             m.spec.unit = _METER_UNITS.get(e.unit, p4i.MeterSpec.BYTES)
-            if e.table:
-                m.direct_table_id = table_ids[cp_name(e.table)]
+            m.direct_table_id = table_ids[cp_name(e.table)]
         elif e.kind == "value_set":
             vs = p.value_sets.add()
             _preamble(vs.preamble, sym, "value_set", e.name, e.annotations)

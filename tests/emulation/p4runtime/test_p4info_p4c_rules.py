@@ -173,3 +173,31 @@ def test_controller_header_digest_and_selector_rules(tmp_path):
     assert (p.pkg_info.name, p.pkg_info.version, p.pkg_info.contact, p.pkg_info.arch) == \
         ("rules", "0.1", "a@b.c", "v1model")
     assert p.pkg_info.doc.brief == "test program"
+
+
+DIRECT_ON_UNUSED_TABLE = """
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    direct_counter(CounterType.packets) dc;
+    direct_counter(CounterType.bytes) used_dc;
+    action a1() { h.h.a = 1; }
+    table t { key = { h.h.a : exact; } actions = { a1; } counters = dc; }
+    table u { key = { h.h.a : exact; } actions = { NoAction; } counters = used_dc; }
+    apply { u.apply(); }
+}
+"""
+
+
+def test_direct_resources_come_with_their_table(tmp_path):
+    # p4c lists a direct counter or meter with the table that owns it (addTableProperties);
+    # the owner of dc is never applied, so neither is listed
+    p = _p4info(tmp_path, DIRECT_ON_UNUSED_TABLE)
+    assert [t.preamble.name for t in p.tables] == ["I.u"]
+    assert [(c.preamble.name, c.direct_table_id) for c in p.direct_counters] == \
+        [("I.used_dc", p.tables[0].preamble.id)]
+    assert {a.preamble.name for a in p.actions} == {"NoAction"}
