@@ -169,7 +169,9 @@ def configure_switch(ctl, job: int, plan: dict[str, Any], results: str = "local"
         if spec.fixed_helper is not None:
             reps.append((spec.ports[spec.fixed_helper], spec.fixed_helper))
         ctl.sw.mc_set_group(spec.mgid, reps)
-    out = {"virtual": v, "helper_port": port, "mgid": spec.mgid, "results": results, "t_s": spec.t_s}
+    out = {"virtual": v, "helper_port": port, "mgid": spec.mgid, "results": results}
+    if spec.mode != "switchml":      # SwitchML-like never detects: T_s means nothing there
+        out["t_s"] = spec.t_s
     if threshold == "lift" and spec.mode != "switchml" and spec.t_s is not None:
         new = lifted_threshold(spec.t_s, plan["predicted_lag_s"])
         if new > spec.t_s:
@@ -255,11 +257,14 @@ class Coordinator(threading.Thread):
         if self.ctl is not None:
             try:
                 helper = self.ctl.job_state(self.job)["helper"]
-                detect = self.ctl.counters(self.job)["detect"]
+                events = self.ctl.counters(self.job)
+                detect = events["detect"]
             except Exception as e:  # noqa: BLE001 - decide without the switch's view
                 helper, detect = None, f"unreadable: {e}"
         plan = self.decide({r: float(x["compute_s"]) for r, x in reps.items()}, self.t_s,
                            switch_helper=helper, detect=detect if isinstance(detect, int) else None)
+        if isinstance(detect, int):
+            plan["events_at_plan"] = events        # the switch's counters after the warm-up
         if not plan.get("assist"):
             return plan
         if self.ctl is None:

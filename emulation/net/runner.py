@@ -426,6 +426,13 @@ def summarize(results: dict) -> dict[str, Any]:
                                                   "virtual", "helper_source", "reports_wait_s", "decide_s")}
         row["assist"].update(straggler=name(plan.get("straggler")), helper=name(plan.get("helper")),
                              switch_t_s=(plan.get("switch") or {}).get("t_s"))
+        at = plan.get("events_at_plan")
+        end = next((c.get("saatp", {}).get("events") for c in (results.get("switch_counters") or {}).values()
+                    if isinstance(c.get("saatp", {}).get("events"), dict)), None)
+        if at and end:
+            # what the switch did in the counted iterations (its counters after the warm-up subtracted)
+            row["assist"]["counted_events"] = {k: end[k] - at.get(k, 0) for k in ("complete", "evict", "detect")
+                                               if k in end}
     return row
 
 
@@ -444,7 +451,8 @@ def format_table(rows: list[dict]) -> str:
                      f"{f(r['max_link_utilisation'], '{:.2f}'):>10} {f(r['switch_busy'], '{:.0%}'):>11} "
                      f"{f(r.get('machine_busy'), '{:.0%}'):>12} {r.get('model') or '-':>12}")
     lines.append("iter ms: iteration start to all-reduce done, compute included (hosts that are not stragglers; "
-                 "all hosts next); all-reduce: the all-reduce alone (same hosts); warm-up iterations not counted")
+                 "all hosts next); all-reduce: the all-reduce alone (same hosts); warm-up iterations not counted "
+                 "(drops, link utilisation and CPU cover the whole run)")
     models = {r.get("model") for r in rows}
     if "sleep" in models or "sleep+split" in models:
         lines.append("model sleep: the figure includes modelled compute (--compute-ms and straggler delays are "
@@ -460,6 +468,8 @@ def format_table(rows: list[dict]) -> str:
                          f"{a['phi']:.3f} of its mini-batch as virtual wid {a['virtual']} (model: lag "
                          f"{1000 * a['predicted_lag_s']:.0f} ms)"
                          + (f"; switch T_s {1000 * a['switch_t_s']:.0f} ms" if a.get("switch_t_s") else "")
+                         + ("; counted iterations: {complete} rounds completed in the switch, {evict} evicted"
+                            .format(**a["counted_events"]) if a.get("counted_events") else "")
                          + f"; warm-up iteration {r.get('warmup_ms_mean')} ms not counted")
         else:
             lines.append(f"{r['workload']}: no assist: {a.get('reason')}")

@@ -164,6 +164,7 @@ def test_coordinator_plans_and_programs_the_switch(tmp_path, results, threshold)
     assert plan["phi"] == pytest.approx(0.5) and plan["predicted_lag_s"] == pytest.approx(0.25)
     t_s = 0.5 if threshold == "lift" else 0.2         # lifted to twice the residual lag of 250 ms
     assert plan["switch"] == {"virtual": 30, "helper_port": 3, "mgid": 1, "results": results, "t_s": t_s}
+    assert plan["events_at_plan"]["detect"] == 1
     job = next(e for e in sw.entries.values() if e[0] == "job_cfg")
     assert job[3][2] == 0b1111 | 1 << 30                       # v in the job's full mask
     assert job[3][3] == round(t_s * 1e6)                       # T_s in µs
@@ -179,7 +180,7 @@ def test_lifted_threshold_never_lowers_it():
     ctl, sw = _controller()
     ctl.jobs[0].mode = "switchml"                     # no detection: nothing to lift
     plan = {"virtual": 30, "helper": 0, "predicted_lag_s": 0.3}
-    assert assist.configure_switch(ctl, 0, plan)["t_s"] == 0.2
+    assert "t_s" not in assist.configure_switch(ctl, 0, plan) and ctl.jobs[0].t_s == 0.2
 
 
 def test_coordinator_without_every_report_says_no(tmp_path):
@@ -294,7 +295,9 @@ def test_summary_counts_compute_and_leaves_out_the_warmup():
                               "h2": [_it(1, 20, 1500, True), _it(2, 50, 750), _it(3, 50, 750)],
                               "h3": [_it(1, 3000, 500, True), _it(2, 2100, 750), _it(3, 2100, 750)]}),
            "assist": {"assist": True, "straggler": 1, "helper": 2, "phi": 0.5, "lag_s": 1.0, "t_c_s": 0.5,
-                      "predicted_lag_s": 0.25, "virtual": 30, "helper_source": "the switch's helper"}}
+                      "predicted_lag_s": 0.25, "virtual": 30, "helper_source": "the switch's helper",
+                      "switch": {"t_s": 0.5}, "events_at_plan": {"complete": 10, "evict": 4086, "detect": 1}},
+           "switch_counters": {"s1": {"saatp": {"events": {"complete": 8202, "evict": 4086, "detect": 1}}}}}
     row = runner.summarize(res)
     assert row["iter_ms_mean"] == 2875.0          # h1 2800, 3000; h3 2850, 2850: compute included
     assert row["iter_ms_median"] == 2850.0 and row["iter_ms_mean_all_hosts"] == 2183.3
@@ -304,6 +307,8 @@ def test_summary_counts_compute_and_leaves_out_the_warmup():
     table = runner.format_table([row])
     assert table.splitlines()[2].split()[:7] == ["saatp-assist", "2875.0", "2850.0", "2183.3", "2250.0", "yes", "-"]
     assert "sleep+split" in table and "learnt lag 1000 ms of h2" in table and "h3 (the switch's helper)" in table
+    assert row["assist"]["counted_events"] == {"complete": 8192, "evict": 0, "detect": 0}
+    assert "switch T_s 500 ms; counted iterations: 8192 rounds completed in the switch, 0 evicted" in table
     plain = dict(res, workload="switchml", assist=None)
     assert runner.summarize(plain)["model"] == "sleep" and "assist" not in runner.summarize(plain)
     assert runner.model_of({"compute_ms": 0, "stragglers": {"delay_ms": {}}}) == "-"
