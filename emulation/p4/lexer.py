@@ -221,6 +221,8 @@ def tokenize(text: str, filename: str = "<string>", linemap: LineMap | None = No
     for i, t in enumerate(toks):
         if t.type == lt and i + 1 < len(toks):
             nx = toks[i + 1]
+            if nx.type == "TYPE_IDENTIFIER" and i + 2 < len(toks) and toks[i + 2].type == lit.get("."):
+                continue    # x < E.member: a comparison (a type argument is never T.name)
             if nx.type in TYPE_START or nx.type == lit.get("_") or (nx.type == lit.get(".") and i + 2 < len(toks)
                                                                      and toks[i + 2].type == "TYPE_IDENTIFIER"):
                 t.type = "TA_LT"

@@ -78,7 +78,9 @@ class BlocksMixin:
             if self.trace:
                 out(f"TR.action({a.full!r})")
             self._action_calls_extern = False
+            outer_top, self._lane_top_body = self._lane_top_body, d.body.stmts   # (lanes.py: liveness)
             self.stmts(d.body.stmts, inner, out, fn)
+            self._lane_top_body = outer_top
             if outs:
                 out(f"return ({', '.join(outs)},)")
         # control-plane description
@@ -194,7 +196,7 @@ class BlocksMixin:
                 init = None
                 if loc.init is not None:
                     c, t = self.expr(loc.init, scope, ty)
-                    self.check_assignable(ty, t, loc.init)
+                    self.check_init(ty, t, loc.init)
                     init = c
                 o(f"{py} = {self.default_value(ty)}")
                 resets.append(f"{py} = {self.default_value(ty)}")
@@ -208,6 +210,7 @@ class BlocksMixin:
             elif isinstance(loc, A.ActionDecl):
                 if loc.name in scope.syms:
                     raise self.err(f"{loc.name} is already declared", loc)
+                self.check_no_block_params(loc.params, [])
                 full = self.cp_name(path, loc.name, loc.annotations)
                 scope.syms[loc.name] = ActionSym(loc, self.fresh("a_" + loc.name), full)
             elif isinstance(loc, A.TableDecl):

@@ -9,9 +9,9 @@ from typing import Optional
 from .. import nodes as A
 from ..errors import P4Error
 from ..types import (AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT,
-                     TableT, TypeVarT, VoidT, is_composite)
+                     TableT, TypeVarT, VarBit, VoidT, is_composite)
 from .source_writer import Out
-from .symbols import ActionSym, ExternFuncSym, FuncSym, Scope, TypeSym, Var
+from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, Scope, TypeSym, Var
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -227,9 +227,14 @@ class CallsMixin:
             if isinstance(ot, BlockT) and name == "apply":
                 return self.call_block_apply(oc, ot, e, scope, out)
             if isinstance(ot, ExternT):
+                if ot.decl.name == "packet_in" and name == "lookahead" and len(e.type_args) == 1:
+                    self._fixed_width_type_arg(e.type_args[0], scope)
                 e = self._positional(e, [m for m in ot.decl.methods if m.name == name and not m.is_ctor],
                                      f"{ot.decl.name}.{name}")
-                e, scope = self._dontcare_outs(e, self._extern_method_decl(ot, name, e), ot, scope, out)
+                md = self._extern_method_decl(ot, name, e)
+                if md is not None:
+                    self._untyped_int_for_type_var(md, e, scope)
+                e, scope = self._dontcare_outs(e, md, ot, scope, out)
                 r = self.hooks.extern_method(self, oc, ot, name, e, scope, out, as_expr)
                 return r
             raise self.err(f"{ot} has no method {name}", e)
@@ -241,6 +246,10 @@ class CallsMixin:
             if s is None:
                 raise self.err(f"{f.name}: undeclared identifier", f)
             if isinstance(s, ActionSym):
+                if getattr(getattr(self, "_cur_fn", None), "kind", None) == "parser-state":
+                    # p4c (type checking): a parser may not call an action (spec 13: a parser
+                    # state holds declarations, assignments, method and function calls)
+                    raise self.err(f"{f.name}: action calls are not allowed within parsers", e)
                 if getattr(getattr(self, "_cur_fn", None), "kind", None) == "control":
                     self.info.actions_called_from_apply.add(s.full)
                 params = s.decl.params
@@ -280,6 +289,11 @@ class CallsMixin:
                            <= len(e.args) <= len(d.params) for d in s.decls):
                     raise self.err(f"{f.name}: wrong number of arguments: got {len(e.args)}, expected "
                                    f"{' or '.join(map(str, counts))}", e)
+                for d in s.decls:
+                    if len([p for p in d.params if p.default is None and "optional" not in p.annotations]) \
+                            <= len(e.args) <= len(d.params):
+                        self._untyped_int_for_type_var(d, e, scope)
+                        break
                 kind = getattr(getattr(self, "_cur_fn", None), "kind", None)
                 if f.name == "verify" and kind in ("action", "function", "control"):
                     # core.p4's verify ends parsing with an error: p4c allows it only inside a
@@ -292,6 +306,47 @@ class CallsMixin:
                 return self.hooks.extern_function(self, f.name, e, scope, out, as_expr)
             raise self.err(f"{f.name} is not callable", f)
         raise self.err("this expression is not callable", e)
+
+    def _untyped_int_for_type_var(self, decl, call: A.Call, scope: Scope) -> None:
+        """A generic extern function or method whose type variable only an integer without a
+        width binds (hash(r, algo, 0, data, 0xFFFF): T and M): p4c cannot infer a width for it
+        ("could not infer a width"), reported at the argument."""
+        if call.type_args or not decl.type_params:
+            return
+        tvars = set(decl.type_params)
+        untyped, typed = {}, set()
+        for p, a in zip(decl.params, call.args):
+            if not isinstance(p.type, A.TName) or p.type.name not in tvars or a.value is None:
+                continue
+            v = a.value
+            while isinstance(v, A.Unary) and v.op in ("-", "+"):
+                v = v.e
+            if isinstance(v, A.IntLit) and v.width is None:
+                untyped.setdefault(p.type.name, a.value)
+            elif isinstance(v, A.Path) and isinstance(scope.lookup(v.name), Const) \
+                    and isinstance(scope.lookup(v.name).ty, InfInt):
+                untyped.setdefault(p.type.name, a.value)
+            else:
+                typed.add(p.type.name)
+        for tv, node in untyped.items():
+            if tv not in typed:
+                raise self.err("could not infer a width for an integer without one passed as a "
+                               f"parameter of generic type {tv} (give it a width, as in 16w0)", node)
+
+    def _fixed_width_type_arg(self, ta, scope: Scope) -> None:
+        """core.p4's lookahead<T> needs a T of fixed width (spec 12.8.4): p4c refuses a varbit,
+        or a header or struct holding one, at the type argument."""
+        def has_varbit(t, seen=()):
+            if isinstance(t, VarBit):
+                return True
+            if isinstance(t, (HeaderT, StructT)) and id(t) not in seen:
+                return any(has_varbit(ft, seen + (id(t),)) for _, _, ft in t.fields)
+            if isinstance(t, StackT):
+                return has_varbit(t.elem, seen)
+            return False
+        t = self.resolve_type(ta, scope)
+        if has_varbit(t):
+            raise self.err(f"{t}: type argument must be a fixed-width type", ta)
 
     def constant_return(self, fs) -> Optional[int]:
         """The compile-time value every ``return`` of function ``fs`` gives, or None."""

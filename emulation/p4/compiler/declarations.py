@@ -19,6 +19,10 @@ class DeclarationsMixin:
         for d in self.prog.decls:
             self.declare_global(d)
         main = g.syms.get("main")
+        if main is not None and not isinstance(main, InstSym):
+            # p4c: the name 'main' is kept for the package instance the target runs
+            d = next((d for d in self.prog.decls if getattr(d, "name", None) == "main"), None)
+            raise self.err("main: must be a package instantiation", d)
         if not isinstance(main, InstSym):
             # p4c type-checks every declaration: report an error inside the program before
             # saying that it has no main (nothing is instantiated, so compile each block once)
@@ -116,8 +120,11 @@ class DeclarationsMixin:
             self.declare_const(d, g, self.consts_code)
         elif isinstance(d, A.ExternDecl):
             self._check_method_overloads(d)
+            for m in d.methods:
+                self.check_no_block_params(m.params, list(d.type_params) + list(m.type_params))
             g.syms[name] = TypeSym(d)
         elif isinstance(d, A.ExternFunction):
+            self.check_no_block_params(d.params, d.type_params)
             s = g.syms.get(name)
             if isinstance(s, ExternFuncSym):
                 s.decls.append(d)
@@ -133,12 +140,14 @@ class DeclarationsMixin:
             g.syms[name] = TypeSym(d)
         elif isinstance(d, A.ActionDecl):
             self._check_redecl(name, d, g)
+            self.check_no_block_params(d.params, [])
             full = self.cp_name("", d.name, d.annotations)
             sym = ActionSym(d, "a_" + self._pyname(name), full)
             g.syms[name] = sym
             self.top_actions.append(sym)
         elif isinstance(d, A.FunctionDecl):
             self._check_redecl(name, d, g)
+            self.check_no_block_params(d.params, getattr(d, "type_params", []))
             sym = FuncSym(d, "fn_" + self._pyname(name))
             g.syms[name] = sym
             self.top_functions = getattr(self, "top_functions", [])
@@ -168,6 +177,23 @@ class DeclarationsMixin:
                 continue    # reported where the declaration is used, with the right type arguments
             if isinstance(ty, (StringT, ExternT)):
                 raise P4Error(f"{p.name}: a parameter with type {ty} cannot have a direction", where)
+
+    def check_no_block_params(self, params, type_params) -> None:
+        """A parser, control or package is passed only as a constructor parameter of a parser,
+        control or package (P4_16 spec 10.3): an action, function or extern (method or
+        constructor) parameter cannot have such a type (p4c: "parameter cannot have type")."""
+        tps = set(type_params or [])
+        for p in params:
+            if getattr(p.type, "name", None) in tps:
+                continue
+            try:
+                ty = self.resolve_type(p.type, self.glob)
+            except P4Error:
+                continue
+            if isinstance(ty, BlockT):
+                kind = getattr(ty.decl, "kind", "") or type(ty.decl).__name__.replace("Decl", "").lower()
+                raise P4Error(f"{p.name}: parameter cannot have type {kind} {ty}",
+                              getattr(p, "name_loc", None) or p.loc)
 
     def _check_unique_members(self, d, members, what: str) -> None:
         """Members of an error, enum or serializable enum declaration are distinct names."""
@@ -201,7 +227,7 @@ class DeclarationsMixin:
             scope.syms[d.name] = Var(py, ty, readonly=True)
             return
         code, ety = self.expr(d.value, scope, ty)
-        self.check_assignable(ty, ety, d.value)
+        self.check_init(ty, ety, d.value)
         if isinstance(ty, Bits) and isinstance(v, int) and not isinstance(v, bool):
             v &= ty.mask
             if ty.signed and v >> (ty.width - 1):

@@ -17,6 +17,8 @@ class ExpressionsMixin:
     def expr(self, e: A.Expr, scope: Scope, want: Optional[Ty] = None) -> tuple[str, Ty]:
         code, ty = self._expr(e, scope, want)
         if want is not None and isinstance(ty, InfInt):
+            if isinstance(want, EnumT):
+                e.int_to_enum = True    # refused where the value is assigned (check_init)
             code, ty = self.unify_int(code, ty, want, e)
         e.type = ty
         if isinstance(ty, StructT) and ty.union:
@@ -227,9 +229,16 @@ class ExpressionsMixin:
             return (f"(~{c})" if t.signed else f"({c} ^ {t.mask:#x})"), t
         raise self.err(f"unknown operator {e.op}", e)
 
-    def _operands(self, e: A.Binary, scope, want, same_type=True):
+    def _operands(self, e: A.Binary, scope, want, same_type=True, arith=False):
         lc, lt = self.expr(e.l, scope, None)
         rc, rt = self.expr(e.r, scope, None)
+        if arith or not (isinstance(lt, EnumT) and isinstance(rt, EnumT)):
+            # P4_16 spec 8.11.2: a serializable enum converts implicitly to its underlying type
+            # in arithmetic and comparisons (E.a + 1 is a bit<W>, which is not an E)
+            if isinstance(lt, EnumT) and lt.repr is not None:
+                lt = lt.repr
+            if isinstance(rt, EnumT) and rt.repr is not None:
+                rt = rt.repr
         if isinstance(lt, InfInt) and not isinstance(rt, InfInt):
             lc, lt = self.unify_int(lc, lt, rt, e.l)
         elif isinstance(rt, InfInt) and not isinstance(lt, InfInt):
@@ -299,7 +308,7 @@ class ExpressionsMixin:
                 return (code if op == "==" else f"(not {code})"), BoolT()
             return f"({lc} {op} {rc})", BoolT()
         if op in ("<", ">", "<=", ">="):
-            lc, lt, rc, rt = self._operands(e, scope, None)
+            lc, lt, rc, rt = self._operands(e, scope, None, arith=True)
             if not isinstance(lt, (Bits, InfInt)):
                 raise self.err(f"operator {op} needs integer operands, not {lt}", e)
             return f"({lc} {op} {rc})", BoolT()
@@ -312,7 +321,7 @@ class ExpressionsMixin:
                 if isinstance(v, int) and not isinstance(v, bool) and v < 0 and \
                         not isinstance(self._lit_type(side, scope), Bits):
                     raise self.err(f"{op}: not defined on negative numbers", e)
-        lc, lt, rc, rt = self._operands(e, scope, want)
+        lc, lt, rc, rt = self._operands(e, scope, want, arith=True)
         t = lt if isinstance(lt, Bits) else rt
         if isinstance(lt, InfInt) and isinstance(rt, InfInt):
             try:

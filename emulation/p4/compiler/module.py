@@ -43,7 +43,7 @@ class ModuleMixin:
                 # a package passed to another package (p4c's front end accepts it): its parsers
                 # and controls are checked, but the program is not one package of blocks for
                 # the architecture (blocks then does not match the architecture's package)
-                self._check_nested_package(*nested, node)
+                self._check_nested_package(*nested)
                 blocks.append((p.name, None, None))
                 continue
             if isinstance(node, A.Path):
@@ -91,16 +91,16 @@ class ModuleMixin:
         return src.text(), blocks
 
     def _nested_package(self, node: A.Node):
-        """``(package decl, constructor arguments)`` if ``node`` (an argument of a package) is a
-        package instance or a package constructor call, else None."""
+        """``(package decl, constructor arguments, where they are written)`` if ``node`` (an
+        argument of a package) is a package instance or a package constructor call, else None."""
         if isinstance(node, A.Path):
             s = self.glob.lookup(node.name)
             if isinstance(s, InstSym) and isinstance(s.ty, BlockT) and isinstance(s.ty.decl, A.PackageDecl):
-                return s.ty.decl, s.decl.args
+                return s.ty.decl, s.decl.args, s.decl
         elif isinstance(node, A.CtorCall):
             s = self.glob.lookup(node.tname)
             if isinstance(s, TypeSym) and isinstance(s.ty, A.PackageDecl):
-                return s.ty, node.args
+                return s.ty, node.args, node
         return None
 
     def _check_nested_package(self, pdecl: A.PackageDecl, args: list, node: A.Node) -> None:
@@ -111,7 +111,7 @@ class ModuleMixin:
             inner = a.value
             nested = self._nested_package(inner)
             if nested is not None:
-                self._check_nested_package(*nested, inner)
+                self._check_nested_package(*nested)
                 continue
             if isinstance(inner, A.Path):
                 s = self.glob.lookup(inner.name)

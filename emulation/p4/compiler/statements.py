@@ -34,7 +34,7 @@ class StatementsMixin:
             # left side is evaluated (a run-time index sees what the call wrote)
             lc, lt, assign = self.lvalue(s.lhs, scope)
             rc, rt = self.expr(s.rhs, scope, lt)
-            self.check_assignable(lt, rt, s.rhs)
+            self.check_init(lt, rt, s.rhs)
             if isinstance(lt, Bits) and isinstance(rt, Bits) and lt != rt:
                 raise self.err(f"type mismatch: cannot assign {rt} to {lt}", s)
             for line in assign(rc):
@@ -65,7 +65,7 @@ class StatementsMixin:
             py = self.fresh("v_" + s.name)
             if s.init is not None:
                 c, t = self.expr(s.init, scope, ty)
-                self.check_assignable(ty, t, s.init)
+                self.check_init(ty, t, s.init)
                 if isinstance(ty, Bits) and isinstance(t, Bits) and ty != t:
                     raise self.err(f"type mismatch: cannot initialize {ty} with {t}", s.init)
                 if is_composite(ty):
@@ -176,7 +176,7 @@ class StatementsMixin:
             if isinstance(fn.ret, VoidT):
                 raise self.err("this function returns no value", s)
             c, t = self.expr(s.value, scope, fn.ret)
-            self.check_assignable(fn.ret, t, s.value)
+            self.check_init(fn.ret, t, s.value)
             vals.append(c)
         elif not isinstance(fn.ret, VoidT):
             raise self.err(f"return needs a value of type {fn.ret}", s)

@@ -50,6 +50,11 @@ class TypeCheckMixin:
             args = [self.resolve_type(a, scope) for a in t.args]
             if isinstance(s.ty, A.ExternDecl):
                 n = len(s.ty.type_params)
+
+                def inner(a):
+                    return isinstance(a, ExternT) and (a.decl is s.ty or any(inner(x) for x in a.args))
+                if any(inner(a) for a in args):
+                    raise self.err(f"{t.base.name}: contains self '{t.base.name}' as type argument", t)
                 if len(args) > n:
                     raise self.err(f"{t.base.name} takes {n} type argument(s), got {len(args)}", t)
                 return ExternT(s.ty, args + [AnyT()] * (n - len(args)))
@@ -91,6 +96,14 @@ class TypeCheckMixin:
             return
         if not same(to, frm):
             raise self.err(f"type mismatch: cannot use a value of type {frm} where {to} is expected", node)
+
+    def check_init(self, to: Ty, frm: Ty, node) -> None:
+        """check_assignable for a value assigned or used to initialise (an assignment, a
+        variable or constant, a return value): an integer does not convert implicitly to a
+        serializable enum there (p4c: "values of type 'int' cannot be implicitly cast")."""
+        if isinstance(to, EnumT) and getattr(node, "int_to_enum", False):
+            raise self.err(f"values of type int cannot be implicitly cast to type {to}", node)
+        self.check_assignable(to, frm, node)
 
     def unify_int(self, code: str, ty: Ty, want: Ty, node) -> tuple[str, Ty]:
         """Give an infinite-precision integer the type ``want`` (wrapping it)."""

@@ -147,3 +147,43 @@ def test_a_division_by_a_function_that_may_return_other_values_is_still_refused(
     with pytest.raises(P4Error) as ei:
         compile_source(v1model_program("apply { hdr.h.b = hdr.h.a / pick(hdr.h.a); }", top), "prog.p4")
     assert "could not evaluate" in ei.value.message
+
+
+@pytest.mark.parametrize("init", ["1", "8w1", "hdr.h.a + 1"])
+def test_an_integer_does_not_initialise_a_serializable_enum(init):
+    # only the enum converts to its type, not the other way (p4c: "values of type 'int' cannot
+    # be implicitly cast"); an expression over the enum is of the underlying type too
+    body = f"apply {{ kind_t k = {init}; hdr.h.b = k; }}"
+    with pytest.raises(P4Error) as ei:
+        compile_source(v1model_program(body, SERENUM_TOP), "prog.p4")
+    assert "kind_t" in ei.value.message
+    assert ei.value.loc.line == v1model_program(body, SERENUM_TOP).splitlines().index(
+        next(l for l in v1model_program(body, SERENUM_TOP).splitlines() if "kind_t k =" in l)) + 1
+
+
+def test_a_serializable_enum_compares_with_an_integer_and_a_comparison_may_name_a_type_after_less_than():
+    body = """
+    apply {
+        if (hdr.h.a < kind_t.B && kind_t.A == hdr.h.a) { hdr.h.b = 1; }
+        else if (kind_t.A + 2 < hdr.h.a) { hdr.h.b = 2; }
+        else { hdr.h.b = 3; }
+        sm.egress_spec = 1;
+    }"""
+    sw = switch_from_source(v1model_program(body, SERENUM_TOP), "prog.p4")
+    assert sw.process(0, bytes([10, 0])) == [(1, bytes([10, 1]))]
+    assert sw.process(0, bytes([11, 0])) == [(1, bytes([11, 3]))]     # 11 < 11 false, 12 < 11 false
+    assert sw.process(0, bytes([13, 0])) == [(1, bytes([13, 2]))]
+
+
+def test_generic_extern_arguments_need_a_width_only_where_nothing_else_gives_one():
+    # random<T>(out T, in T lo, in T hi): T comes from the result, the literals take its width
+    ok = "apply { random(hdr.h.b, 0, 3); sm.egress_spec = 1; }"
+    sw = switch_from_source(v1model_program(ok), "prog.p4")
+    out = sw.process(0, bytes([5, 0xFF]))
+    assert out[0][1][0] == 5 and out[0][1][1] <= 3
+    # hash's base (T) and max (M) are only bound by the literals: p4c cannot infer a width
+    bad = "apply { hash(hdr.h.b, HashAlgorithm.crc16, 8w0, { hdr.h.a }, 16); }"
+    with pytest.raises(P4Error) as ei:
+        compile_source(v1model_program(bad), "prog.p4")
+    assert "could not infer a width" in ei.value.message
+    assert ei.value.loc.col == v1model_program(bad).splitlines()[ei.value.loc.line - 1].index("16)") + 1

@@ -1,0 +1,10 @@
+// expect: 9:1: too many arguments
+// a package instance given to main's package is built with an argument its package does not take: reported at that instance
+#include <core.p4>
+
+parser Prs(out bit<8> x);
+package Inner<H>();
+package Outer<H>(Inner<H> i);
+parser my_prs(out bit<8> x) { state start { x = 1; transition accept; } }
+Inner<bit<8>>(my_prs()) inner;
+Outer<bit<8>>(inner) main;

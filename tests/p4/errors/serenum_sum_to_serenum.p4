@@ -1,0 +1,25 @@
+// expect: 17:13: type mismatch
+// E.A + 1 is a bit<8> (the enum converts to its underlying type), which does not convert back to the enum
+#include <core.p4>
+#include <v1model.p4>
+
+enum bit<8> kind_t { A = 1, B = 2 }
+header h_t { bit<8> a; }
+struct headers { h_t h; }
+struct meta_t { }
+
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply {
+        kind_t k = kind_t.A;
+        k = kind_t.A + 1;
+        hdr.h.a = k;
+    }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), C(), D()) main;
