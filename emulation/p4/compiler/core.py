@@ -75,5 +75,6 @@ class Compiler(SymbolsMixin, TypeCheckMixin, ConstEvalMixin, DeclarationsMixin, 
         self._lane_fallbacks: list = []      # Out blocks: out-of-line scalar code of lane groups
         self._lane_cells: set[str] = set()   # the control's closure cells (for their nonlocal)
         self._lane_fb_indent = 0             # indentation of the control's actions
+        self._lane_top_body: list | None = None   # the action body being compiled (lanes.py)
         self._lanes_used = False
         self._uses_struct = False      # a header codec uses struct (header_classes)

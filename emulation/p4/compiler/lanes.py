@@ -150,7 +150,8 @@ class LanesMixin:
         p = 0
         while p < len(body):
             for period, k in _find_runs(keys, p):
-                if self._lane_group(body[p:p + period * k], period, k, scope, out, fn):
+                rest = body[p + period * k:] if body is self._lane_top_body else None
+                if self._lane_group(body[p:p + period * k], period, k, scope, out, fn, rest):
                     p += period * k
                     break
             else:
@@ -159,7 +160,10 @@ class LanesMixin:
         return True
 
     # ---------------------------------------------------------------- one group
-    def _lane_group(self, group: list, period: int, k: int, scope, out: Out, fn) -> bool:
+    def _lane_group(self, group: list, period: int, k: int, scope, out: Out, fn, rest: list | None = None) -> bool:
+        """``rest``: the statements after the group when the group is in the top-level body of an
+        action (else None): a local of the action that none of them names is dead after the
+        group, so the vector code does not hand it lane K-1's value."""
         lanes = [group[i * period:(i + 1) * period] for i in range(k)]
         slots, nodes = [], []
         _skeleton(lanes[0], slots, nodes)
@@ -181,6 +185,12 @@ class LanesMixin:
             gen.body(lanes[0])
             if self._stmt_out.lines:
                 raise _NoLanes("hoisted code")
+            if rest is not None:
+                named = {n.name for n in _walk(rest) if isinstance(n, A.Path)}
+                for key, (_py, _ty, var, _node) in gen.vec_locals.items():
+                    if (key not in named and var.direction not in ("out", "inout")
+                            and var.py not in self._lane_cells):
+                        gen.dead.add(key)
             ok = True
         except _NoLanes as e:
             _debug(f"lanes: {k} x {period} statements kept scalar: {e}")
@@ -308,6 +318,7 @@ class _LaneGen:
         # ones in each lane, the code of a 0/1 vector that is 1 where it is all ones
         self.ranges: dict[str, tuple[int, int]] = {}
         self.selectors: dict[str, str] = {}
+        self.dead: set[str] = set()          # locals nothing reads after the group
 
     # ------------------------------------------------------------ output
     def guard_lines(self):
@@ -319,6 +330,13 @@ class _LaneGen:
 
     def lines(self) -> list[str]:
         tail = []
+        # the locals first: a local's vector may be a view of a lane header's array, which the
+        # field writes below change in place
+        for key, (py, _ty, _var, node) in self.vec_locals.items():
+            if key in self.dead:
+                continue
+            _, _, assign = self.c.lvalue(node, self.scope)
+            tail.extend(assign(f"int({py}[-1])"))
         for f in self.fields.values():
             if f["dirty"] and f.get("span") is not None:
                 lo, hi = f["span"]
@@ -326,9 +344,6 @@ class _LaneGen:
             elif f["dirty"]:
                 targets = ", ".join(f"{f['parent']}.{n}" for n in f["names"])
                 tail.append(f"{targets}, = {f['py']}.tolist()")
-        for py, _ty, _var, node in self.vec_locals.values():
-            _, _, assign = self.c.lvalue(node, self.scope)
-            tail.extend(assign(f"int({py}[-1])"))
         return self.out + tail
 
     # ------------------------------------------------------------ checks
@@ -533,7 +548,9 @@ class _LaneGen:
         span = _lane_span(pt, pys)
         if span is not None:        # a lane header: its fields are already an int64 array
             lo, hi = span
-            self.out.append(f"{fpy} = {ppy}._a[{lo}:{hi}].copy()")
+            # a view: vector code never writes an array in place; the header's array is written
+            # only by the tail (lines()), after the locals' values are taken from the vectors
+            self.out.append(f"{fpy} = {ppy}._a[{lo}:{hi}]")
             self.fields[chains] = {"py": fpy, "ty": ty, "parent": ppy, "names": pys, "dirty": False,
                                    "span": span}
             return chains
@@ -642,7 +659,12 @@ class _LaneGen:
                     sel = self.selectors.get(mc)
                     if sel is None or xl < 0 or yl < 0:
                         continue
-                    return self._note(f"np.where({sel}, {yc}, {xc})", (min(xl, yl), max(xh, yh))), mt
+                    code = f"np.where({sel}, {yc}, {xc})"
+                    if sel.isidentifier():
+                        # lanes rarely select y (SA-ATP: only a saturating lane), so y is computed
+                        # only when some lane does: one count instead of y's operations and a where
+                        code = f"({code} if np.count_nonzero({sel}) else {xc})"
+                    return self._note(code, (min(xl, yl), max(xh, yh))), mt
         return None
 
     def _binary(self, e: A.Binary, want):

@@ -85,3 +85,78 @@ def test_fallback_runs_out_of_bounds():
     _, res = codec.unpack(out[0][1][14 + 20 + 8:])
     assert res.tolist() == [a + b for a, b in zip(vals[0], vals[1])]
     assert lane0.get(base + 2) == vals[0][0] + vals[1][0]
+
+
+# --------------------------------------------------------------- liveness and views
+def _top_level_program(body: list[str], after: list[str], k: int = 8, size: int = 16) -> str:
+    """Lanes at the top level of an action (``body``, ``{k}`` = the lane), then ``after``."""
+    t = "bit<32>"
+    lanes = "\n".join("        " + s.replace("{k}", str(i)) for i in range(k) for s in body)
+    fields = "\n".join(f"    {t} v{i};" for i in range(k))
+    regs = "\n".join(f"    register<{t}>({size}) r{i};" for i in range(k))
+    rest = "\n".join("        " + s for s in after)
+    return f"""
+#include <core.p4>
+#include <v1model.p4>
+header ctl_t {{ bit<32> idx; }}
+header pay_t {{
+{fields}
+}}
+header out_t {{ {t} a; {t} b; }}
+struct headers_t {{ ctl_t ctl; pay_t pay; out_t res; }}
+struct meta_t {{ }}
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    state start {{ pkt.extract(hdr.ctl); pkt.extract(hdr.pay); pkt.extract(hdr.res); transition accept; }}
+}}
+control VC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+{regs}
+    action lanes() {{
+        {t} a = 7;
+        {t} b = 9;
+{lanes}
+{rest}
+    }}
+    apply {{ lanes(); sm.egress_spec = 1; }}
+}}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{ apply {{ }} }}
+control CC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control D(packet_out pkt, in headers_t hdr) {{ apply {{ pkt.emit(hdr); }} }}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("body, after, handed", [
+    # a is read after the group: it must hold lane K-1's value (the register's old cell)
+    (["r{k}.read(a, hdr.ctl.idx);", "b = a + hdr.pay.v{k};", "r{k}.write(hdr.ctl.idx, b);",
+      "hdr.pay.v{k} = b;"], ["hdr.res.a = a;"], {"a"}),
+    # a aliases the field before the field is written: the local keeps the value it read
+    (["a = hdr.pay.v{k};", "hdr.pay.v{k} = a + 5;", "r{k}.write(hdr.ctl.idx, a);"],
+     ["hdr.res.a = a;", "hdr.res.b = b;"], {"a"}),
+    # nothing reads a or b afterwards: both are dead, the packets are still the same
+    (["r{k}.read(a, hdr.ctl.idx);", "b = a |+| hdr.pay.v{k};", "r{k}.write(hdr.ctl.idx, b);",
+      "hdr.pay.v{k} = b;"], [], set()),
+])
+def test_top_level_lanes_match_scalar(body, after, handed):
+    import random
+    from emulation.p4.frontend import parse_source
+    from emulation.v1model.arch import compile_ast
+    from emulation.v1model.switch import Switch
+    src = _top_level_program(body, after)
+    ast = parse_source(src, "<top>")
+    scalar, vector = compile_ast(ast, "<top>", vectorize=False), compile_ast(ast, "<top>", vectorize=True)
+    assert "np." in vector.source                       # the lanes were vectorised
+    for name in ("a", "b"):      # only a local read after the group gets lane K-1's value
+        lines = [ln for ln in vector.source.splitlines() if "int(_lv_" in ln and f"_v_{name}" in ln]
+        assert bool(lines) == (name in handed), (name, lines)
+    s1, s2 = Switch(scalar), Switch(vector)
+    rnd = random.Random(5)
+    for i in range(60):
+        idx = rnd.randrange(20)                          # some indices out of bounds (size 16)
+        vals = [rnd.randrange(1 << 32) for _ in range(8)]
+        frame = (idx.to_bytes(4, "big") + b"".join(v.to_bytes(4, "big") for v in vals) +
+                 rnd.randrange(1 << 32).to_bytes(4, "big") + rnd.randrange(1 << 32).to_bytes(4, "big"))
+        assert s1.process(1, frame) == s2.process(1, frame), f"packet {i}"
+    regs = lambda sw: {n: [sw.register_read(n, j) for j in range(16)]  # noqa: E731
+                       for n, r in sw.externs.items() if hasattr(r, "cells")}
+    assert regs(s1) == regs(s2)
