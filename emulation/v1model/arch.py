@@ -69,6 +69,8 @@ class V1Hooks(ArchHooks):
                 raise comp.err("register(size) takes one argument", inst.decl)
             size = comp.const_int(args[0], scope, "register size")
             t = ety.args[0] if ety.args else AnyT()
+            if isinstance(t, EnumT) and t.repr is not None:
+                t = t.repr      # a serializable enum's cells hold its underlying bit<W>
             if not isinstance(t, Bits):
                 raise comp.err(f"register cells must be bit<W> or int<W>, not {t}", inst.decl)
             out(f"{py} = X.Register({full!r}, {size}, {t.width}, {t.signed}, RT.log_fn)")
