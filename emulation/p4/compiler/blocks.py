@@ -194,11 +194,19 @@ class BlocksMixin:
                 py = self.fresh("l_" + loc.name)
                 cells.append(py)
                 init = None
+                pre = Out()     # helpers of calls with copy-out in the initialiser, run in apply
                 if loc.init is not None:
-                    c, t = self.expr(loc.init, scope, ty)
+                    saved = (getattr(self, "_stmt_out", None), getattr(self, "_lv_roots", []),
+                             getattr(self, "_cur_fn", None))
+                    self._stmt_out, self._lv_roots, self._cur_fn = pre, [], FnCtx("control", VoidT(), [])
+                    try:
+                        c, t = self.expr(loc.init, scope, ty)
+                    finally:
+                        self._stmt_out, self._lv_roots, self._cur_fn = saved
                     self.check_init(ty, t, loc.init)
                     init = c
                 o(f"{py} = {self.default_value(ty)}")
+                resets.extend(pre.lines)
                 resets.append(f"{py} = {self.default_value(ty)}")
                 if init is not None:
                     resets.append(f"{py}._set({init})" if is_composite(ty) else f"{py} = {init}")
