@@ -12,6 +12,8 @@ bare name (``NoAction``).
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 
@@ -178,7 +180,11 @@ def new_type_info(name: str, width: int, signed: bool, annotations: dict[str, st
         uri, _, ctype = body.partition(",")
         info.translation_uri = uri.strip().strip('"')
         ctype = ctype.strip()
-        info.sdn_bitwidth = None if ctype == "string" else int(ctype, 0)
+        # the controller type: a width (legacy form), bit<W> (the annotation text keeps the
+        # tokens' spacing, "bit < 32 >") or string
+        m = re.fullmatch(r"bit\s*<\s*(\w+)\s*>|(\w+)", ctype)
+        w = (m.group(1) or m.group(2)) if m else None
+        info.sdn_bitwidth = None if ctype == "string" or w is None else int(w, 0)
     return info
 
 

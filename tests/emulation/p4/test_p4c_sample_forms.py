@@ -187,3 +187,19 @@ def test_generic_extern_arguments_need_a_width_only_where_nothing_else_gives_one
         compile_source(v1model_program(bad), "prog.p4")
     assert "could not infer a width" in ei.value.message
     assert ei.value.loc.col == v1model_program(bad).splitlines()[ei.value.loc.line - 1].index("16)") + 1
+
+
+@pytest.mark.parametrize("ctype, width", [("32", 32), ("bit<32>", 32), ("bit < 12 >", 12), ("string", None)])
+def test_p4runtime_translation_controller_type_forms(ctype, width):
+    # @p4runtime_translation(uri, W) (legacy), (uri, bit<W>) and (uri, string) (P4Runtime spec)
+    from emulation.p4.info import new_type_info
+    info = new_type_info("Port_t", 16, False, {"p4runtime_translation": f'"p4.org/x/Port_t", {ctype}'})
+    assert info.translation_uri == "p4.org/x/Port_t"
+    assert info.sdn_bitwidth == width
+
+
+def test_a_type_translated_to_bit_w_compiles():
+    top = '@p4runtime_translation("p4.org/x/P_t", bit<32>)\ntype bit<8> P_t;'
+    body = "apply { P_t p = (P_t) hdr.h.a; hdr.h.b = (bit<8>) p; sm.egress_spec = 1; }"
+    sw = switch_from_source(v1model_program(body, top), "prog.p4")
+    assert sw.process(0, bytes([7, 0])) == [(1, bytes([7, 7]))]
