@@ -294,6 +294,14 @@ class V1Hooks(ArchHooks):
                         x = f"(({x} ^ {h:#x}) - {h:#x})"
                     parts.append(x)
                 return f"(lambda _v: {comp.build_composite(t, parts)})({oc}.peek_bits({total}))", t
+            paths = _header_leaves(t) if isinstance(t, StructT) and not t.union else None
+            if paths:
+                # a struct of headers (and header stacks): each header is extracted, valid,
+                # from where the previous one ends; the packet does not advance (p4c sample
+                # issue2465-bmv2: lookahead<struct { h1[3] h; }>)
+                nb = sum(h.width // 8 for h, _ in paths)
+                steps = tuple(p for _, p in paths)
+                return f"_lookahead_into({oc}, {comp.default_value(t)}, {steps!r}, {nb})", t
             raise comp.err(f"lookahead of {t} is not supported", call)
         if method == "advance":
             (e,) = self._args(comp, call, 1, "advance")
@@ -576,6 +584,43 @@ def _header_name(e: Any) -> str:
     return "header"
 
 
+def _header_leaves(t, path=()):
+    """``[(header type, access path)]`` of a struct whose members are all headers, header
+    stacks or such structs, each header of a whole number of bytes (else None); a path step is
+    a field's Python name or an index into a stack."""
+    out = []
+    for _, py, ft in t.fields:
+        if isinstance(ft, HeaderT):
+            hs = [(ft, path + (py,))]
+        elif isinstance(ft, StackT):
+            hs = [(ft.elem, path + (py, i)) for i in range(ft.size)]
+        elif isinstance(ft, StructT) and not ft.union:
+            hs = _header_leaves(ft, path + (py,))
+            if hs is None:
+                return None
+        else:
+            return None
+        if any(h.width % 8 or any(not isinstance(x, Bits) for _, _, x in h.fields) for h, _ in hs):
+            return None
+        out.extend(hs)
+    return out
+
+
+def _lookahead_into(pkt: pyrt.PacketIn, obj, paths, nb: int):
+    """lookahead<T> of a struct of headers: the headers of ``obj`` (a fresh T) at ``paths``
+    are extracted one after the other from the packet's current offset, which stays."""
+    if pkt.off + nb > pkt.n:
+        raise pyrt.ParserReject(pyrt.PacketTooShort)
+    off = pkt.off
+    for path in paths:
+        h = obj
+        for step in path:
+            h = h.elems[step] if isinstance(step, int) else getattr(h, step)
+        h._extract(pkt.buf, off)
+        off += h._NB
+    return obj
+
+
 def _lookahead_hdr(pkt: pyrt.PacketIn, cls):
     h = cls()
     nb = cls._NB
@@ -659,7 +704,7 @@ class Program:
             "X": X, "AP": AP, "Table": Table, "IndirectTable": AP.IndirectTable, "KeyInfo": KeyInfo, "ActionInfo": ActionInfo, "Exact": Exact, "Lpm": Lpm,
             "Ternary": Ternary, "Range": Range, "Optional_": Optional_, "Stack": pyrt.Stack,
             "ParserReject": pyrt.ParserReject, "P4Exit": pyrt.P4Exit, "_rt": pyrt, "DirectMeter": DirectMeter,
-            "_lookahead_hdr": _lookahead_hdr, "__name__": "p4gen", "_concat_fields": concat_fields,
+            "_lookahead_hdr": _lookahead_hdr, "_lookahead_into": _lookahead_into, "__name__": "p4gen", "_concat_fields": concat_fields,
             "_csum16_int": csum16_int,
         }
         exec(self.code, ns)
