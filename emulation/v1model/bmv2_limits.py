@@ -160,6 +160,21 @@ def _check_node(n: object, in_parser: bool) -> list[P4Error]:
 _PREDICATION = "Conditional execution in actions unsupported on this target"
 
 
+def _const_bool(e: object):
+    """The value of a condition made of boolean literals, !, && and || (else None)."""
+    if isinstance(e, A.BoolLit):
+        return e.value
+    if isinstance(e, A.Unary) and e.op == "!":
+        v = _const_bool(e.e)
+        return None if v is None else not v
+    if isinstance(e, A.Binary) and e.op in ("&&", "||"):
+        a, b = _const_bool(e.l), _const_bool(e.r)
+        if a is None or b is None:
+            return None
+        return (a and b) if e.op == "&&" else (a or b)
+    return None
+
+
 def _conditional_in_action(action: A.ActionDecl, callables: dict) -> list[P4Error]:
     """What p4c's Predication pass refuses in ``action``: the first statement other than an
     assignment that runs under an ``if`` (p4c stops at one error per action here too)."""
@@ -177,6 +192,11 @@ def _conditional_in_action(action: A.ActionDecl, callables: dict) -> list[P4Erro
             now = cond or returned
             if isinstance(st, A.Block):
                 returned = stmts(st, now, depth) or returned
+            elif isinstance(st, A.If) and _const_bool(st.cond) is not None:
+                # p4c folds a constant condition first: only the branch taken remains
+                taken = st.then if _const_bool(st.cond) else st.orelse
+                if taken is not None:
+                    returned = stmts(taken, now, depth) or returned
             elif isinstance(st, A.If):
                 r1 = stmts(st.then, True, depth)
                 r2 = stmts(st.orelse, True, depth) if st.orelse is not None else False

@@ -203,3 +203,23 @@ def test_a_type_translated_to_bit_w_compiles():
     body = "apply { P_t p = (P_t) hdr.h.a; hdr.h.b = (bit<8>) p; sm.egress_spec = 1; }"
     sw = switch_from_source(v1model_program(body, top), "prog.p4")
     assert sw.process(0, bytes([7, 0])) == [(1, bytes([7, 7]))]
+
+
+def test_a_constant_condition_in_an_action_is_folded_before_the_bmv2_predication_limit(tmp_path):
+    # p4c folds if (!true) {...} else { return; } to an unconditional return: the code after
+    # it is dead, not conditional (p4c sample gauntlet_exit_combination_20-bmv2 compiles)
+    body = """
+    action act() {
+        if (!true) { } else { return; }
+        hdr.h.a = 1;
+        exit;
+    }
+    apply { act(); hdr.h.b = 2; sm.egress_spec = 1; }"""
+    r = _check(tmp_path, v1model_program(body))
+    assert r.returncode == 0, r.stderr
+    sw = switch_from_source(v1model_program(body), "prog.p4")
+    assert sw.process(0, bytes([9, 0])) == [(1, bytes([9, 2]))]
+    # a condition known only at run time still makes the exit conditional (refused)
+    bad = body.replace("if (!true)", "if (hdr.h.a == 0)")
+    r = _check(tmp_path, v1model_program(bad))
+    assert r.returncode != 0 and "Conditional execution in actions" in r.stderr
