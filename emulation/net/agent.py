@@ -195,7 +195,7 @@ def run_saatp(a: argparse.Namespace) -> dict:
         q = ring_input(a.seed, it, a.rank, a.elements)
         mine = compute_s(a)
         if a.rank == straggler:
-            q, _ = assist_mod.split(q, share)      # the helper all-reduces the rest of our batch
+            q, _ = assist_mod.split(q, share)      # the helper all-reduces `part` of our batch, we the rest
             mine *= 1 - share
         part = None
         if a.rank == helper:
