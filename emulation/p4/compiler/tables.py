@@ -93,6 +93,11 @@ class TablesMixin:
         if first != path:
             raise self.err(f"Name '{t.full}' is used for multiple table objects in the P4Info message "
                            f"(table {d.name} in {first} and in {path})", d)
+        if d.key_after_entries:
+            # p4c types the entries with the key: the key must be declared first ("Could not
+            # find type for table key")
+            raise self.err(f"table {d.name}: its key is declared after its entries; declare the key first",
+                           d.key_loc or d)
         keys = []
         kcodes = []
         sel_codes = []      # (code, width, validity code or None) of the ``selector`` keys, hashed by the selector
@@ -173,6 +178,7 @@ class TablesMixin:
                 raise self.err(f"{en.action.name}: action marked with @defaultonly used in a table entry", en)
         # default action
         dflt_name, dflt_args, const_dflt = None, [], False
+        implicit_ref = None
         if "default_action" in d.props:
             e, is_const, loc = d.props["default_action"]
             const_dflt = is_const
@@ -203,8 +209,11 @@ class TablesMixin:
         else:
             s = scope.lookup("NoAction")
             if isinstance(s, ActionSym) and not any(x is s for x, _ in acts):
-                # BMv2: a table without default_action uses NoAction, added implicitly
-                acts.append((s, A.ActionRef(loc=d.loc, name="NoAction", annotations={})))
+                # BMv2: a table without default_action uses NoAction, added implicitly; p4c's
+                # front end (CreateBuiltins) adds it as ``@defaultonly NoAction``, which P4Info
+                # shows (the BMv2 JSON does not restrict it, so the table here does not either)
+                implicit_ref = A.ActionRef(loc=d.loc, name="NoAction", annotations={})
+                acts.append((s, implicit_ref))
                 wrappers.append(s.py)
             dflt_name = "NoAction"
         size = 1024
@@ -229,7 +238,8 @@ class TablesMixin:
                                d.props["implementation"][0])
         tinfo = TableInfo(annotations=self.ann_text(d.annotations), name=t.full, keys=keys,
                           actions=[TableActionRef(annotations=self.ann_text(r.annotations), name=s.full,
-                                                  default_only="defaultonly" in r.annotations,
+                                                  default_only="defaultonly" in r.annotations
+                                                  or r is implicit_ref,
                                                   table_only="tableonly" in r.annotations) for s, r in acts],
                           default_action=dflt_name, default_args=dflt_args, const_default_action=const_dflt,
                           has_const_entries=bool(d.entries) and d.const_entries,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from emulation.p4runtime.p4info import p4info_from_program
 from emulation.v1model.load import compile_file
+from host_agent.p4runtime import p4info_pb2 as p4i
 
 HEAD = """
 #include <core.p4>
@@ -201,3 +202,35 @@ def test_direct_resources_come_with_their_table(tmp_path):
     assert [(c.preamble.name, c.direct_table_id) for c in p.direct_counters] == \
         [("I.used_dc", p.tables[0].preamble.id)]
     assert {a.preamble.name for a in p.actions} == {"NoAction"}
+
+
+IMPLICIT_NOACTION = """
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action seta(bit<8> v) { h.h.a = v; }
+    table no_default { key = { h.h.a : exact; } actions = { seta; } }
+    table listed { key = { h.h.a : exact; } actions = { seta; NoAction; } }
+    table explicit { key = { h.h.a : exact; } actions = { seta; NoAction; } default_action = NoAction(); }
+    apply { no_default.apply(); listed.apply(); explicit.apply(); }
+}
+"""
+
+
+def test_implicit_noaction_is_default_only(tmp_path):
+    # p4c's front end (frontends/p4/createBuiltins.cpp) gives a table without default_action
+    # ``@defaultonly NoAction`` (unless NoAction is already in its actions) and
+    # ``default_action = NoAction()``; P4Info shows the reference's annotation and scope
+    p = _p4info(tmp_path, IMPLICIT_NOACTION)
+    noaction = _action(p, "NoAction").preamble.id
+
+    def ref(table):
+        return next(r for r in _table(p, table).action_refs if r.id == noaction)
+    assert list(ref("I.no_default").annotations) == ["@defaultonly"]
+    assert ref("I.no_default").scope == p4i.ActionRef.DEFAULT_ONLY
+    for t in ("I.listed", "I.explicit"):
+        assert not ref(t).annotations and ref(t).scope == p4i.ActionRef.TABLE_AND_DEFAULT
