@@ -539,6 +539,7 @@ class Builder(Transformer):
         for kind, val, is_const, loc in rest[1:]:
             if kind == "key":
                 t.keys, t.key_loc = val, loc
+                t.key_after_entries = t.entries is not None
             elif kind == "actions":
                 t.actions = val
             elif kind == "entries":

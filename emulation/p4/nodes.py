@@ -502,6 +502,7 @@ class TableDecl(Decl):
     const_entries: bool = False
     props: dict = field(default_factory=dict)       # name -> (Expr, is_const, loc)
     key_loc: Any = None                             # where the ``key`` property is written
+    key_after_entries: bool = False                 # ``entries`` written before ``key``
     name_loc: Any = None                            # where its name is written
 
 

@@ -93,6 +93,11 @@ class TablesMixin:
         if first != path:
             raise self.err(f"Name '{t.full}' is used for multiple table objects in the P4Info message "
                            f"(table {d.name} in {first} and in {path})", d)
+        if d.key_after_entries:
+            # p4c types the entries with the key: the key must be declared first ("Could not
+            # find type for table key")
+            raise self.err(f"table {d.name}: its key is declared after its entries; declare the key first",
+                           d.key_loc or d)
         keys = []
         kcodes = []
         sel_codes = []      # (code, width, validity code or None) of the ``selector`` keys, hashed by the selector
