@@ -81,6 +81,70 @@ class TableInfo(Annotated):
 
 
 @dataclass
+class TypeDesc:
+    """A P4 type as P4Info's ``P4DataTypeSpec`` describes it (p4c's TypeSpecConverter): the
+    register cells, the digest data.  ``kind`` is one of bit, int, varbit, bool, error, enum,
+    serializable_enum, new_type, struct, header, header_union, header_stack,
+    header_union_stack, tuple."""
+    kind: str
+    name: str = ""          # struct, header, header_union, enum, serializable_enum, new_type
+    width: int = 0          # bit/int/varbit (its maximum), a serializable enum's underlying bit<W>
+    size: int = 0           # stacks
+    # struct/header/header_union: [(field name, TypeDesc)] (a header's struct-typed fields
+    # flattened to ``s.f``); tuple and stacks: [("", item or element type)]
+    fields: list = field(default_factory=list)
+    members: list = field(default_factory=list)   # enum: names; serializable enum: (name, value)
+
+
+def type_desc(ty: object) -> "TypeDesc | None":
+    """The :class:`TypeDesc` of a resolved type (``None`` for a type P4Info cannot describe)."""
+    from .types import Bits, BoolT, EnumT, ErrorT, HeaderT, StackT, StructT, TupleT, VarBit
+    if isinstance(ty, Bits):
+        if ty.newtype:
+            return TypeDesc("new_type", ty.newtype)
+        return TypeDesc("int" if ty.signed else "bit", width=ty.width)
+    if isinstance(ty, VarBit):
+        return TypeDesc("varbit", width=ty.max_width)
+    if isinstance(ty, BoolT):
+        return TypeDesc("bool")
+    if isinstance(ty, ErrorT):
+        return TypeDesc("error")
+    if isinstance(ty, EnumT):
+        if ty.repr is not None:
+            return TypeDesc("serializable_enum", ty.name, width=ty.repr.width,
+                            members=[(m, ty.values.get(m, 0)) for m in ty.members])
+        return TypeDesc("enum", ty.name, members=list(ty.members))
+    if isinstance(ty, HeaderT):
+        flat: list = []
+
+        def walk(prefix, fields):
+            for n, _, ft in fields:
+                if isinstance(ft, StructT):
+                    walk(f"{prefix}{n}.", ft.fields)
+                else:
+                    flat.append((prefix + n, type_desc(ft)))
+        walk("", ty.fields)
+        return TypeDesc("header", ty.name, fields=flat)
+    if isinstance(ty, StructT):
+        return TypeDesc("header_union" if ty.union else "struct", ty.name,
+                        fields=[(n, type_desc(ft)) for n, _, ft in ty.fields])
+    if isinstance(ty, StackT):
+        elem = type_desc(ty.elem)
+        kind = "header_union_stack" if elem is not None and elem.kind == "header_union" else "header_stack"
+        return TypeDesc(kind, size=ty.size, fields=[("", elem)])
+    if isinstance(ty, TupleT):
+        return TypeDesc("tuple", fields=[("", type_desc(t)) for t in ty.items])
+    return None
+
+
+@dataclass
+class ValueSetField(Annotated):
+    """A field of the struct a ``value_set<S>`` matches (one P4Info ``match`` each)."""
+    name: str = ""
+    width: int = 0
+
+
+@dataclass
 class ExternInstanceInfo(Annotated):
     kind: str = ""          # counter | direct_counter | register | meter | direct_meter | action_profile ...
     name: str = ""
@@ -90,6 +154,9 @@ class ExternInstanceInfo(Annotated):
     signed: bool = False    # registers: int<W> cells
     table: str | None = None  # direct objects: the owning table
     algorithm: str | None = None  # action profiles: the selector's hash algorithm (None: no selector)
+    type_desc: "TypeDesc | None" = None   # registers: the cell type as declared (``register<T>``)
+    # value sets of a struct: its fields (None: a value set of bit<W>)
+    fields: "list[ValueSetField] | None" = None
 
 
 @dataclass
@@ -114,6 +181,7 @@ class ControllerHeaderInfo(Annotated):
 class DigestInfo:
     name: str               # the struct type name used in digest<T>
     fields: list[HeaderFieldInfo] = field(default_factory=list)
+    type_desc: "TypeDesc | None" = None   # the type T, nested types included
 
 
 @dataclass
@@ -154,6 +222,11 @@ class ProgramInfo:
     new_types: dict = field(default_factory=dict)       # name -> NewTypeInfo
     error_members: list = field(default_factory=list)  # the ``error`` members in declaration order
     main_annotations: dict = field(default_factory=dict)   # annotations of ``main`` (@pkginfo ...)
+    # parser/control instances declared by name in a parser or control (``Sub() s;``), and those
+    # of them the program uses (applies, or passes to a constructor): p4c's front end removes an
+    # unused instance ("unused instance"), with the tables, actions and externs inside it
+    block_instances: list = field(default_factory=list)
+    used_instances: set = field(default_factory=set)
 
     def table(self, name: str) -> TableInfo:
         for t in self.tables:

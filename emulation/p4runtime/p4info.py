@@ -225,7 +225,8 @@ def p4info_from_program(program_or_info: Any) -> Any:
     hidden = lambda o: "hidden" in (o.annotations or {})  # noqa: E731
     tables = [t for t in _applied_tables(info) if not hidden(t)]
     actions = [a for a in _used_actions(info) if not hidden(a)]
-    externs = [e for e in info.externs if not hidden(e)]
+    removed = _removed_blocks(info)
+    externs = [e for e in info.externs if not hidden(e) and not e.name.startswith(removed)]
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
              "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile",
              "value_set": "value_set"}
@@ -340,18 +341,17 @@ def p4info_from_program(program_or_info: Any) -> Any:
         elif e.kind == "value_set":
             vs = p.value_sets.add()
             _preamble(vs.preamble, sym, "value_set", e.name, e.annotations)
-            mf = vs.match.add()
-            mf.id = 1
-            mf.bitwidth = e.width
-            mf.match_type = p4i.MatchField.EXACT
+            _value_set_match(vs, e)
             vs.size = e.size
         elif e.kind == "action_profile":
             # p4c: @max_group_size goes into max_group_size (selectors only), not the annotations
             ann = {k: v for k, v in e.annotations.items() if k != "max_group_size"}
             ap = p.action_profiles.add()
             _preamble(ap.preamble, sym, "action_profile", e.name, ann)
-            ap.table_ids.extend(table_ids[cp_name(t.name)] for t in tables
-                                if getattr(t, "implementation", None) == e.name)
+            # p4c keeps the tables of a profile in a set of names (P4RuntimeArchHandlerCommon's
+            # actionProfilesRefs): ids in the order of the tables' names
+            ap.table_ids.extend(table_ids[n] for n in sorted(cp_name(t.name) for t in tables
+                                                              if getattr(t, "implementation", None) == e.name))
             ap.with_selector = e.algorithm is not None
             ap.size = e.size
             if "max_group_size" in e.annotations and ap.with_selector:
@@ -359,8 +359,11 @@ def p4info_from_program(program_or_info: Any) -> Any:
         elif e.kind == "register":
             r = p.registers.add()
             _preamble(r.preamble, sym, "register", e.name, e.annotations)
-            bits = r.type_spec.bitstring
-            (bits.int if e.signed else bits.bit).bitwidth = e.width
+            if getattr(e, "type_desc", None) is not None:
+                _type_spec_of(r.type_spec, e.type_desc, p, info)
+            else:
+                bits = r.type_spec.bitstring
+                (bits.int if e.signed else bits.bit).bitwidth = e.width
             r.size = e.size
     for h in info.controller_headers:
         cm = p.controller_packet_metadata.add()
@@ -381,6 +384,9 @@ def p4info_from_program(program_or_info: Any) -> Any:
     for d in info.digests:
         dm = p.digests.add()
         _preamble(dm.preamble, sym, "digest", d.name, {})
+        if getattr(d, "type_desc", None) is not None:
+            _type_spec_of(dm.type_spec, d.type_desc, p, info)
+            continue
         dm.type_spec.struct.name = d.name
         st = p.type_info.structs[d.name]
         for f in d.fields:
@@ -424,7 +430,8 @@ def _used_actions(info: Any) -> list:
     p4c's front end drops actions nobody uses (an unused top-level ``NoAction`` too) and
     actions only other actions call."""
     used = {cp_name(ref.name) for t in _applied_tables(info) for ref in t.actions}
-    used |= {cp_name(n) for n in getattr(info, "actions_called_from_apply", ())}
+    removed = _removed_blocks(info)
+    used |= {cp_name(n) for n in getattr(info, "actions_called_from_apply", ()) if not n.startswith(removed)}
     return [a for a in info.actions if cp_name(a.name) in used]
 
 
@@ -438,8 +445,21 @@ def _writes_type_info(info: Any) -> bool:
 
 def _applied_tables(info: Any) -> list:
     """The tables p4c keeps: its front end removes a table no apply block applies ("Table t
-    is not used; removing", frontends/p4/unusedDeclarations.cpp), with what only it used."""
-    return [t for t in info.tables if getattr(t, "applied_sites", None) is None or t.applied_sites]
+    is not used; removing", frontends/p4/unusedDeclarations.cpp), with what only it used, and
+    the tables of a parser/control instance nothing applies (see :func:`_removed_blocks`)."""
+    removed = _removed_blocks(info)
+    return [t for t in info.tables if (getattr(t, "applied_sites", None) is None or t.applied_sites)
+            and not t.name.startswith(removed)]
+
+
+def _removed_blocks(info: Any) -> tuple:
+    """Name prefixes (``I.sub.``) of the parser/control instances p4c's front end removes:
+    a named instance nothing applies (nor passes to a constructor) is an "unused instance"
+    (frontends/p4/unusedDeclarations.cpp keeps unused *extern* instances only), and with it go
+    its tables, actions, extern instances and value sets, and the instances declared in it.
+    A ``.``-global ``@name`` inside such an instance is not matched (kept)."""
+    used = getattr(info, "used_instances", None) or set()
+    return tuple(f"{b}." for b in getattr(info, "block_instances", None) or () if b not in used)
 
 
 class _Annotated:
@@ -480,6 +500,151 @@ def _type_spec(spec: Any, f: Any) -> None:
         spec.bitstring.bit.bitwidth = f.width
 
 
+_VS_MATCH = {"exact": p4i.MatchField.EXACT, "lpm": p4i.MatchField.LPM, "ternary": p4i.MatchField.TERNARY,
+             "range": p4i.MatchField.RANGE, "optional": p4i.MatchField.OPTIONAL}
+
+
+def _value_set_match(vs: Any, e: Any) -> None:
+    """The ``match`` fields of a value set (p4c's P4RuntimeAnalyzer::addValueSet): one of the
+    value set's width for ``value_set<bit<W>>``; for ``value_set<S>`` one per field of S, named
+    after it, ids from 1 (``@id`` first, FieldIdAllocator), match type from ``@match``
+    (EXACT without one), the field's other annotations and ``@brief``/``@description``."""
+    fields = getattr(e, "fields", None)
+    if not fields:
+        mf = vs.match.add()
+        mf.id = 1
+        mf.bitwidth = e.width
+        mf.match_type = p4i.MatchField.EXACT
+        return
+    for fid, f in zip(_field_ids(fields, e.name), fields):
+        mf = vs.match.add()
+        mf.id = fid
+        mf.name = f.name
+        mf.bitwidth = f.width
+        kind = (f.annotations.get("match") or "exact").strip()
+        if kind in _VS_MATCH:
+            mf.match_type = _VS_MATCH[kind]
+        else:
+            mf.other_match_type = kind
+        mf.annotations.extend(_annotation_strings({k: v for k, v in f.annotations.items() if k != "match"}))
+        _doc(mf, f.annotations)
+
+
+def _type_spec_of(spec: Any, desc: Any, p: Any, info: Any) -> None:
+    """Fill a ``P4DataTypeSpec`` from a :class:`~emulation.p4.info.TypeDesc`, adding the named
+    types it refers to (structs, headers, header unions, enums, serializable enums, new types,
+    the error members) to ``type_info``, as p4c's TypeSpecConverter does
+    (control-plane/typeSpecConverter.cpp)."""
+    ti = p.type_info
+    k = desc.kind
+    if k in ("bit", "int"):
+        (spec.bitstring.int if k == "int" else spec.bitstring.bit).bitwidth = desc.width
+    elif k == "varbit":
+        spec.bitstring.varbit.max_bitwidth = desc.width
+    elif k == "bool":
+        spec.bool.SetInParent()
+    elif k == "error":
+        spec.error.SetInParent()
+        if not ti.HasField("error"):
+            ti.error.members.extend(getattr(info, "error_members", None) or [])
+    elif k == "enum":
+        spec.enum.name = desc.name
+        if desc.name not in ti.enums:
+            en = ti.enums[desc.name]
+            for m in desc.members:
+                en.members.add().name = m
+    elif k == "serializable_enum":
+        spec.serializable_enum.name = desc.name
+        if desc.name not in ti.serializable_enums:
+            se = ti.serializable_enums[desc.name]
+            se.underlying_type.bitwidth = desc.width
+            for name, value in desc.members:
+                m = se.members.add()
+                m.name = name
+                m.value = (value & ((1 << desc.width) - 1)).to_bytes((desc.width + 7) // 8, "big")
+    elif k == "new_type":
+        spec.new_type.name = desc.name
+        _new_type_entry(p, info, desc.name)
+    elif k == "struct":
+        spec.struct.name = desc.name
+        if desc.name not in ti.structs:
+            st = ti.structs[desc.name]
+            for n, fd in desc.fields:
+                mem = st.members.add()
+                mem.name = n
+                if fd is not None:
+                    _type_spec_of(mem.type_spec, fd, p, info)
+    elif k == "header":
+        spec.header.name = desc.name
+        if desc.name not in ti.headers:
+            hd = ti.headers[desc.name]
+            for n, fd in desc.fields:
+                mem = hd.members.add()
+                mem.name = n
+                if fd is None:
+                    continue
+                if fd.kind == "new_type":     # a header field's ``type``: its bits
+                    nt = (getattr(info, "new_types", None) or {}).get(fd.name)
+                    if nt is not None:
+                        (mem.type_spec.int if nt.signed else mem.type_spec.bit).bitwidth = nt.width
+                elif fd.kind == "serializable_enum":
+                    mem.type_spec.bit.bitwidth = fd.width
+                elif fd.kind == "varbit":
+                    mem.type_spec.varbit.max_bitwidth = fd.width
+                elif fd.kind in ("bit", "int"):
+                    (mem.type_spec.int if fd.kind == "int" else mem.type_spec.bit).bitwidth = fd.width
+                elif fd.kind == "bool":
+                    mem.type_spec.bit.bitwidth = 1
+    elif k == "header_union":
+        spec.header_union.name = desc.name
+        if desc.name not in ti.header_unions:
+            hu = ti.header_unions[desc.name]
+            for n, fd in desc.fields:
+                mem = hu.members.add()
+                mem.name = n
+                if fd is not None:
+                    scratch = p4i.P4DataTypeSpec()
+                    _type_spec_of(scratch, fd, p, info)
+                    mem.header.name = scratch.header.name
+    elif k in ("header_stack", "header_union_stack"):
+        elem = desc.fields[0][1] if desc.fields else None
+        scratch = p4i.P4DataTypeSpec()
+        if elem is not None:
+            _type_spec_of(scratch, elem, p, info)
+        if k == "header_stack":
+            spec.header_stack.header.name = scratch.header.name
+            spec.header_stack.size = desc.size
+        else:
+            spec.header_union_stack.header_union.name = scratch.header_union.name
+            spec.header_union_stack.size = desc.size
+    elif k == "tuple":
+        spec.tuple.SetInParent()
+        for _, fd in desc.fields:
+            m = spec.tuple.members.add()
+            if fd is not None:
+                _type_spec_of(m, fd, p, info)
+
+
+def _new_type_entry(p: Any, info: Any, name: str) -> None:
+    """``type_info.new_types[name]`` as p4c's TypeSpecConverter writes it: ``translated_type``
+    for ``@p4runtime_translation``, else ``original_type`` (the bits under the chain of types)."""
+    nt = (getattr(info, "new_types", None) or {}).get(name)
+    if nt is None or name in p.type_info.new_types:
+        return
+    spec = p.type_info.new_types[name]
+    spec.annotations.extend(_annotation_strings({k: v for k, v in nt.annotations.items()
+                                                 if k != "p4runtime_translation"}))
+    if nt.translation_uri is not None:
+        spec.translated_type.uri = nt.translation_uri
+        if nt.sdn_bitwidth is None:
+            spec.translated_type.sdn_string.SetInParent()
+        else:
+            spec.translated_type.sdn_bitwidth = nt.sdn_bitwidth
+    else:
+        bits = spec.original_type.bitstring
+        (bits.int if nt.signed else bits.bit).bitwidth = nt.width
+
+
 def _add_new_types(p: Any, info: Any, tables: list) -> None:
     """``type_info.new_types``: every ``type`` the P4Info refers to (match fields, listed
     actions' parameters, controller-header fields, digest fields), as p4c's TypeSpecConverter
@@ -490,21 +655,8 @@ def _add_new_types(p: Any, info: Any, tables: list) -> None:
     names += [getattr(f, "type_name", "") for h in info.controller_headers for f in h.fields]
     names += [getattr(f, "type_name", "") for d in info.digests for f in d.fields]
     for n in names:
-        nt = defs.get(n)
-        if nt is None or n in p.type_info.new_types:
-            continue
-        spec = p.type_info.new_types[n]
-        spec.annotations.extend(_annotation_strings({k: v for k, v in nt.annotations.items()
-                                                     if k != "p4runtime_translation"}))
-        if nt.translation_uri is not None:
-            spec.translated_type.uri = nt.translation_uri
-            if nt.sdn_bitwidth is None:
-                spec.translated_type.sdn_string.SetInParent()
-            else:
-                spec.translated_type.sdn_bitwidth = nt.sdn_bitwidth
-        else:
-            bits = spec.original_type.bitstring
-            (bits.int if nt.signed else bits.bit).bitwidth = nt.width
+        if n in defs:
+            _new_type_entry(p, info, n)
 
 
 _PKG_INFO_KEYS = ("name", "version", "organization", "contact", "url", "arch")

@@ -22,7 +22,7 @@ from emulation.p4.builder import _int_literal
 from emulation.p4.compiler.core import Compiler
 from emulation.p4.compiler.hooks import ArchHooks, InstSym, Out, Scope
 from emulation.p4.errors import P4Error, P4NotRunnable, P4Unsupported
-from emulation.p4.info import ExternInstanceInfo, DigestInfo, ProgramInfo, header_field_info
+from emulation.p4.info import ExternInstanceInfo, DigestInfo, ProgramInfo, header_field_info, type_desc
 from emulation.p4.types import (AnyT, ArrayT, Bits, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT, TupleT,
                                 VarBit)
 
@@ -68,7 +68,7 @@ class V1Hooks(ArchHooks):
             if len(args) != 1:
                 raise comp.err("register(size) takes one argument", inst.decl)
             size = comp.const_int(args[0], scope, "register size")
-            t = ety.args[0] if ety.args else AnyT()
+            t = declared = ety.args[0] if ety.args else AnyT()
             if isinstance(t, EnumT) and t.repr is not None:
                 t = t.repr      # a serializable enum's cells hold its underlying bit<W>
             if not isinstance(t, Bits):
@@ -77,7 +77,8 @@ class V1Hooks(ArchHooks):
             out(f"{py}_c = {py}.cells")     # the generated code reads and writes cells directly
             ety.size = size                 # a compile-time bound for the generated index checks
             comp.info.externs.append(ExternInstanceInfo(annotations=anns, kind="register", name=full, size=size,
-                                                        width=t.width, signed=t.signed))
+                                                        width=t.width, signed=t.signed,
+                                                        type_desc=type_desc(declared)))
         elif kind == "counter":
             if len(args) != 2:
                 raise comp.err("counter(size, type) takes two arguments", inst.decl)
@@ -544,7 +545,8 @@ class V1Hooks(ArchHooks):
                 tname = dt.name
                 fields = "{" + ", ".join(f"{n!r}: {dc}.{p}" for n, p, _ in dt.fields) + "}"
                 if not any(d.name == tname for d in comp.info.digests):
-                    comp.info.digests.append(DigestInfo(tname, [header_field_info(n, t) for n, _, t in dt.fields]))
+                    comp.info.digests.append(DigestInfo(tname, [header_field_info(n, t) for n, _, t in dt.fields],
+                                                        type_desc=type_desc(dt)))
             elif isinstance(dt, TupleT):
                 tname = "tuple"
                 fields = "{" + ", ".join(f"'f{i}': {dc}[{i}]" for i in range(len(dt.items))) + "}"

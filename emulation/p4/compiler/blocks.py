@@ -8,7 +8,7 @@ from typing import Optional
 
 from .. import nodes as A
 from ..errors import P4Unsupported
-from ..info import ActionInfoP, ExternInstanceInfo, ParamInfo
+from ..info import ActionInfoP, ExternInstanceInfo, ParamInfo, ValueSetField
 from ..types import AnyT, Bits, BlockT, ExternT, StructT, TypeVarT, ValueSetT, VoidT, is_composite
 from .declarations import serializable_enum_name
 from .source_writer import Out
@@ -140,6 +140,7 @@ class BlocksMixin:
                     if not isinstance(src, InstSym) or not isinstance(src.ty, BlockT):
                         raise self.err(f"{node.name} is not a parser or control instance", node)
                     scope.syms[k] = InstSym(py, src.ty, src.full, None, "block")
+                    self.info.used_instances.add(src.full)
                     fparams.append(py)
                     fargs.append(src.py)
                     continue
@@ -251,9 +252,14 @@ class BlocksMixin:
                 py = self.fresh("vs_" + loc.name)
                 o(f"{py} = X.ValueSet({full!r}, {size}, {width})")
                 o(f"REG.externs[{full!r}] = {py}")
+                vs_fields = None
+                if isinstance(et, StructT):
+                    vs_fields = [ValueSetField(annotations=self.ann_text(et.field_annotations.get(fname, {})),
+                                               name=fname, width=self.bit_width(ft, loc))
+                                 for fname, _, ft in et.fields]
                 self.info.externs.append(ExternInstanceInfo(annotations=self.ann_text(loc.annotations),
                                                             kind="value_set", name=full, size=size,
-                                                            width=width))
+                                                            width=width, fields=vs_fields))
                 scope.syms[loc.name] = InstSym(py, ValueSetT(et, size), full, loc, "value_set")
             else:
                 raise self.err(f"unsupported local declaration {type(loc).__name__}", loc)
@@ -271,6 +277,7 @@ class BlocksMixin:
         if isinstance(ty, BlockT) and isinstance(ty.decl, (A.ControlDecl, A.ParserDecl)):
             syms = self.instance_args(ty.decl, loc.args, scope, loc)
             fname = self.gen_block_instance(ty.decl, full, syms, scope, ty.args)
+            self.info.block_instances.append(full)     # (P4Info: unused instances are left out)
             py = self.fresh("i_" + loc.name)
             o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
             scope.syms[loc.name] = InstSym(py, ty, full, loc, "block")

@@ -11,7 +11,7 @@ from ..errors import P4Error
 from ..types import (AnyT, ApplyResultT, Bits, BlockT, BoolT, EnumT, ExternT, HeaderT, InfInt, StackT, StructT,
                      TableT, TypeVarT, VarBit, VoidT, is_composite)
 from .source_writer import Out
-from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, Scope, TypeSym, Var
+from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, InstSym, Scope, TypeSym, Var
 
 
 def _exclusive(a: tuple, b: tuple) -> bool:
@@ -225,6 +225,10 @@ class CallsMixin:
             if isinstance(ot, StructT) and name in ("minSizeInBits", "minSizeInBytes"):
                 raise self.err(f"{name} on a struct is not supported", e)
             if isinstance(ot, BlockT) and name == "apply":
+                if isinstance(f.obj, A.Path):
+                    inst = scope.lookup(f.obj.name)
+                    if isinstance(inst, InstSym):
+                        self.info.used_instances.add(inst.full)
                 return self.call_block_apply(oc, ot, e, scope, out)
             if isinstance(ot, ExternT):
                 if ot.decl.name == "packet_in" and name == "lookahead" and len(e.type_args) == 1:

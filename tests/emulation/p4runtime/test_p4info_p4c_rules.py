@@ -234,3 +234,151 @@ def test_implicit_noaction_is_default_only(tmp_path):
     assert ref("I.no_default").scope == p4i.ActionRef.DEFAULT_ONLY
     for t in ("I.listed", "I.explicit"):
         assert not ref(t).annotations and ref(t).scope == p4i.ActionRef.TABLE_AND_DEFAULT
+
+
+VALUE_SETS_AND_REGISTERS = """
+enum bit<4> Kind_t { SMALL = 1, LARGE = 9 }
+type bit<12> Cookie_t;
+struct pair_t {
+    bit<8> first;
+    @match(ternary) @brief("low bits") bit<4> second;
+    @id(7) @match(lpm) @note("x") bit<4> third;
+}
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    value_set<pair_t>(8) pairs;
+    value_set<bit<8>>(2) plain;
+    state start {
+        p.extract(h.h);
+        transition select(h.h.a, h.h.b[7:4], h.h.b[3:0]) { pairs: next; default: accept; }
+    }
+    state next { transition select(h.h.b) { plain: accept; default: accept; } }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    register<Kind_t>(4) kinds;
+    register<Cookie_t>(2) cookies;
+    register<int<6>>(3) signed_cells;
+    apply {
+        kinds.write(0, Kind_t.LARGE);
+        cookies.write(1, (Cookie_t)12w5);
+        signed_cells.write(2, -6s1);
+    }
+}
+"""
+
+
+def test_value_sets_of_structs_and_typed_registers(tmp_path):
+    p = _p4info(tmp_path, VALUE_SETS_AND_REGISTERS)
+    vs = {v.preamble.name: v for v in p.value_sets}
+    # value_set<S>: one match per field of S (p4c's addValueSet), @match giving the match
+    # type, @id first (FieldIdAllocator), other annotations kept, @brief as doc
+    got = [(m.id, m.name, m.bitwidth, m.match_type, list(m.annotations), m.doc.brief)
+           for m in vs["P.pairs"].match]
+    assert got == [(1, "first", 8, p4i.MatchField.EXACT, [], ""),
+                   (2, "second", 4, p4i.MatchField.TERNARY, [], "low bits"),
+                   (7, "third", 4, p4i.MatchField.LPM, ['@note("x")'], "")]
+    assert [(m.id, m.name, m.bitwidth) for m in vs["P.plain"].match] == [(1, "", 8)]
+    # registers: the type_spec of the declared cell type (TypeSpecConverter), with its
+    # type_info entry
+    regs = {r.preamble.name: r.type_spec for r in p.registers}
+    assert regs["I.kinds"].serializable_enum.name == "Kind_t"
+    assert regs["I.cookies"].new_type.name == "Cookie_t"
+    assert regs["I.signed_cells"].bitstring.int.bitwidth == 6
+    se = p.type_info.serializable_enums["Kind_t"]
+    assert se.underlying_type.bitwidth == 4
+    assert [(m.name, m.value) for m in se.members] == [("SMALL", b"\x01"), ("LARGE", b"\x09")]
+    assert p.type_info.new_types["Cookie_t"].original_type.bitstring.bit.bitwidth == 12
+
+
+DIGEST_NESTED = """
+enum Verdict_t { ALLOW, DENY }
+struct inner_t { bit<3> x; bool y; }
+header tag_t { bit<8> t; }
+header h_t { bit<8> a; }
+struct learn_t { bit<8> a; error e; Verdict_t v; inner_t inner; tag_t tag; }
+struct H { h_t h; tag_t tag; }
+struct M { }
+error { TooLong }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { digest<learn_t>(1, {h.h.a, sm.parser_error, Verdict_t.DENY, {3w1, true}, h.tag}); }
+}
+"""
+
+
+def test_digest_types_nest_as_p4c_describes_them(tmp_path):
+    p = _p4info(tmp_path, DIGEST_NESTED)
+    assert p.digests[0].type_spec.struct.name == "learn_t"
+    ti = p.type_info
+    members = {m.name: m.type_spec for m in ti.structs["learn_t"].members}
+    assert members["e"].HasField("error") and members["v"].enum.name == "Verdict_t"
+    assert members["inner"].struct.name == "inner_t" and members["tag"].header.name == "tag_t"
+    inner = {m.name: m.type_spec for m in ti.structs["inner_t"].members}
+    assert inner["x"].bitstring.bit.bitwidth == 3 and inner["y"].HasField("bool")
+    assert [(m.name, m.type_spec.bit.bitwidth) for m in ti.headers["tag_t"].members] == [("t", 8)]
+    assert [m.name for m in ti.enums["Verdict_t"].members] == ["ALLOW", "DENY"]
+    assert list(ti.error.members)[-1] == "TooLong"
+
+
+UNUSED_INSTANCE = """
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control Inner(inout H h) {
+    counter(4, CounterType.packets) hits;
+    action mark(bit<8> v) { h.h.b = v; hits.count(0); }
+    table marks { key = { h.h.a : exact; } actions = { mark; } }
+    apply { marks.apply(); }
+}
+control Outer(inout H h) {
+    Inner() deep;
+    apply { deep.apply(h); }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    Inner() first;
+    Inner() spare;
+    Outer() nested_spare;
+    Inner() second;
+    apply { first.apply(h); second.apply(h); }
+}
+"""
+
+
+def test_instances_nothing_applies_are_left_out(tmp_path):
+    # p4c's front end removes an unused parser/control instance (frontends/p4/
+    # unusedDeclarations.cpp: only extern instances are kept unused), with what is inside it
+    p = _p4info(tmp_path, UNUSED_INSTANCE)
+    assert [t.preamble.name for t in p.tables] == ["I.first.marks", "I.second.marks"]
+    assert [a.preamble.name for a in p.actions] == ["NoAction", "I.first.mark", "I.second.mark"]
+    assert [c.preamble.name for c in p.counters] == ["I.first.hits", "I.second.hits"]
+
+
+SHARED_SELECTOR = """
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action_selector(HashAlgorithm.crc16, 32w16, 32w8) pool;
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table zeta { key = { h.h.a : exact; h.h.b : selector; } actions = { fwd; } implementation = pool; }
+    table alpha { key = { h.h.b : exact; h.h.a : selector; } actions = { fwd; } implementation = pool; }
+    apply { zeta.apply(); alpha.apply(); }
+}
+"""
+
+
+def test_shared_profile_lists_its_tables_by_name(tmp_path):
+    # p4c collects the tables of an action profile in a std::set of names
+    p = _p4info(tmp_path, SHARED_SELECTOR)
+    ids = {t.preamble.name: t.preamble.id for t in p.tables}
+    assert list(p.action_profiles[0].table_ids) == [ids["I.alpha"], ids["I.zeta"]]
