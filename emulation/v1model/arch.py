@@ -71,6 +71,12 @@ class V1Hooks(ArchHooks):
             t = declared = ety.args[0] if ety.args else AnyT()
             if isinstance(t, EnumT) and t.repr is not None:
                 t = t.repr      # a serializable enum's cells hold its underlying bit<W>
+            if isinstance(t, StructT) and inst.decl is not None and _register_accessed(comp.prog, inst.decl.name):
+                # p4c's mid end refuses the read/write of a struct-typed register before its
+                # back end sees the declaration: report it there (p4c error test issue1777-bmv2)
+                ety.struct_cells = True
+                out(f"{py} = None")
+                return
             if not isinstance(t, Bits):
                 raise comp.err(f"register cells must be bit<W> or int<W>, not {t}", inst.decl)
             out(f"{py} = X.Register({full!r}, {size}, {t.width}, {t.signed}, RT.log_fn)")
@@ -165,6 +171,11 @@ class V1Hooks(ArchHooks):
             return f"(HF['csum16']({self._fields(comp, e, scope)}) & 0xffff)", Bits(16)
         if kind == "register":
             t = ety.args[0] if ety.args else AnyT()
+            if getattr(ety, "struct_cells", False) and method in ("read", "write") and len(call.args) == 2:
+                arg = call.args[0].value if method == "read" else call.args[1].value
+                what = "writing to" if method == "read" else "reading from"
+                raise comp.err(f"{comp.key_name(arg)}: {what} a structure is not supported on this target "
+                               f"(register cells of type {t})", arg)
             if method == "read":
                 res, idx = self._args(comp, call, 2, "register.read")
                 rc, rt, assign = comp.lvalue(res, scope)
@@ -584,6 +595,20 @@ def _header_name(e: Any) -> str:
     if isinstance(e, A.Path):
         return e.name
     return "header"
+
+
+def _register_accessed(prog, name: str) -> bool:
+    """Whether the program calls ``name.read(...)`` or ``name.write(...)`` anywhere."""
+    def walk(x):
+        if isinstance(x, A.Call) and isinstance(x.func, A.Member) and x.func.name in ("read", "write") \
+                and isinstance(x.func.obj, A.Path) and x.func.obj.name == name:
+            return True
+        if isinstance(x, A.Node):
+            return any(walk(v) for v in vars(x).values())
+        if isinstance(x, (list, tuple)):
+            return any(walk(v) for v in x)
+        return False
+    return walk(prog)
 
 
 def _header_leaves(t, path=()):

@@ -1,0 +1,25 @@
+// expect: 17:20: writing to a structure is not supported
+// reading a struct-typed register into a struct: refused at the read (p4c mid end), before the declaration (p4c back end)
+#include <core.p4>
+#include <v1model.p4>
+
+struct pair_t { bit<8> x; bit<8> y; }
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { pair_t p; }
+
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    register<pair_t>(4) pairs;
+    apply {
+        pairs.read(m.p, 0);
+        hdr.h.a = m.p.x;
+    }
+}
+control VC(inout headers hdr, inout meta_t m) { apply { } }
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout meta_t m) { apply { } }
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), C(), D()) main;
