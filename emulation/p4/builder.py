@@ -536,7 +536,9 @@ class Builder(Transformer):
         anns, rest = self._split(c)
         t = TableDecl(loc=self._mloc(meta, c), name=rest[0], annotations=anns)
         t.name_loc = self._word_loc(meta, r"\btable\s+(" + re.escape(rest[0]) + r")\b") or t.loc
-        for kind, val, is_const, loc in rest[1:]:
+        for kind, val, is_const, loc, *prop_anns in rest[1:]:
+            if prop_anns and prop_anns[0]:
+                t.prop_annotations[kind] = prop_anns[0]
             if kind == "key":
                 t.keys, t.key_loc = val, loc
                 t.key_after_entries = t.entries is not None
@@ -574,7 +576,7 @@ class Builder(Transformer):
             rest = rest[1:]
         elif rest[0] is None:
             rest = rest[1:]
-        return (rest[0], rest[1], is_const, self._mloc(meta, c))
+        return (rest[0], rest[1], is_const, self._mloc(meta, c), anns)
 
     @v_args(meta=True)
     def key_elem(self, meta, c):

@@ -503,6 +503,7 @@ class TableDecl(Decl):
     props: dict = field(default_factory=dict)       # name -> (Expr, is_const, loc)
     key_loc: Any = None                             # where the ``key`` property is written
     key_after_entries: bool = False                 # ``entries`` written before ``key``
+    prop_annotations: dict = field(default_factory=dict)   # property name -> its annotations
     name_loc: Any = None                            # where its name is written
 
 

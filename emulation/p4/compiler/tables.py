@@ -300,8 +300,17 @@ class TablesMixin:
                 return s
         elif isinstance(e, A.CtorCall) and e.tname in kinds:
             ty = self.resolve_type(A.TName(loc=e.loc, name=e.tname), scope)
-            s = InstSym(self.fresh("x_" + d.name + "_impl"), ty, table_full, None, "extern", e.args)
+            # p4c names a profile constructed in the property after the property's @name, as
+            # written (P4Runtime refuses one without: "anonymous table property"), and gives it
+            # the property's annotations (control-plane/p4RuntimeArchHandler.cpp)
+            anns = getattr(d, "prop_annotations", {}).get("implementation") or {}
+            name = " ".join(t.value for t in anns.get("name", ())).strip()
+            full = name[1:-1] if len(name) >= 2 and name[0] == name[-1] == '"' else table_full
+            s = InstSym(self.fresh("x_" + d.name + "_impl"), ty, full, None, "extern", e.args)
+            n = len(self.info.externs)
             self.hooks.extern_instance(self, s, e.args, o, scope)
+            for ei in self.info.externs[n:]:
+                ei.annotations = self.ann_text(anns)
             return s
         raise self.err("implementation must be an action_profile or action_selector", e)
 

@@ -382,3 +382,40 @@ def test_shared_profile_lists_its_tables_by_name(tmp_path):
     p = _p4info(tmp_path, SHARED_SELECTOR)
     ids = {t.preamble.name: t.preamble.id for t in p.tables}
     assert list(p.action_profiles[0].table_ids) == [ids["I.alpha"], ids["I.zeta"]]
+
+
+IN_PLACE_PROFILES = """
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action fwd(bit<9> port) { sm.egress_spec = port; }
+    table members_only {
+        key = { h.h.a : exact; }
+        actions = { fwd; }
+        @name("member_pool") @note(1) implementation = action_profile(32w64);
+    }
+    table hashed {
+        key = { h.h.a : exact; h.h.b : selector; }
+        actions = { fwd; }
+        @name(".spread") @max_group_size(8) implementation = action_selector(HashAlgorithm.crc32, 32w32, 32w16);
+    }
+    apply { members_only.apply(); hashed.apply(); }
+}
+"""
+
+
+def test_profiles_built_in_the_table_take_the_property_name(tmp_path):
+    # p4c names a profile constructed in the ``implementation`` property after the property's
+    # @name as written (not prefixed with the control), with the property's annotations
+    p = _p4info(tmp_path, IN_PLACE_PROFILES)
+    prof = {a.preamble.name: a for a in p.action_profiles}
+    assert set(prof) == {"member_pool", "spread"}
+    assert list(prof["member_pool"].preamble.annotations) == ["@note(1)"]
+    assert (prof["spread"].with_selector, prof["spread"].max_group_size, prof["spread"].size) == (True, 8, 32)
+    assert not prof["spread"].preamble.annotations
+    ids = {t.preamble.name: t.implementation_id for t in p.tables}
+    assert ids == {"I.members_only": prof["member_pool"].preamble.id, "I.hashed": prof["spread"].preamble.id}
