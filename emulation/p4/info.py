@@ -17,6 +17,12 @@ import re
 from dataclasses import dataclass, field
 
 
+class StructuredText(str):
+    """The text of a structured annotation (``@a[k = v]``; tokens joined by spaces), which
+    P4Info lists in ``structured_annotations``."""
+    structured = True
+
+
 @dataclass
 class Annotated:
     # annotation name -> raw body text ("" when the annotation has no body), in source order

@@ -145,7 +145,7 @@ def _fold_annotations(toks: list[Token], src: _Src) -> list[Token]:
                 k += 1
             if k >= n:
                 raise P4Error(f"syntax error: unterminated annotation @{name}", src.loc(t.line, t.column))
-            body = toks[j + 1:k]
+            body = toks[j + 1:k] if open_ == "(" else StructuredBody(toks[j + 1:k])
             j = k + 1
         last = toks[j - 1]      # the annotation's last token (its name or closing bracket)
         tok = Token("ANNOTATION", (name, body), t.start_pos, t.line, t.column, last.end_line, last.end_column,
@@ -153,6 +153,12 @@ def _fold_annotations(toks: list[Token], src: _Src) -> list[Token]:
         out.append(tok)
         i = j
     return out
+
+
+class StructuredBody(list):
+    """The tokens of a structured annotation (``@a[k=v, ...]``, ``@a[1, "x"]``): P4Runtime lists
+    these apart (``structured_annotations``)."""
+    structured = True
 
 
 def _type_names(toks: list[Token]) -> set[str]:

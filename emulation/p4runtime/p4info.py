@@ -19,7 +19,9 @@ and p4c's ``control-plane/`` sources; see ``shared/design/p4runtime-notes.md``):
 """
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -141,12 +143,123 @@ class SymbolTable:
 
 
 def _annotation_strings(annotations: dict[str, str]) -> list[str]:
+    """The unstructured annotations as p4c prints them (ToP4: ``@name(tokens)``)."""
     out = []
     for k, body in annotations.items():
-        if k in _SKIP_ANNOTATIONS:
+        if k in _SKIP_ANNOTATIONS or getattr(body, "structured", False):
             continue
         out.append(f"@{k}({body})" if body != "" else f"@{k}")
     return out
+
+
+def _add_annotations(msg: Any, annotations: dict[str, str]) -> None:
+    """``annotations`` and ``structured_annotations`` of a P4Info message: p4c lists a
+    structured annotation (``@a[k = v]``, ``@a[1, "x"]``, ``@a[]``) apart, its expressions
+    evaluated to string, int64 or bool (control-plane/p4RuntimeArchHandler.cpp)."""
+    msg.annotations.extend(_annotation_strings(annotations))
+    for k, body in annotations.items():
+        if k in _SKIP_ANNOTATIONS or not getattr(body, "structured", False):
+            continue
+        sa = msg.structured_annotations.add()
+        sa.name = k
+        items = _split_items(_ANN_TOKEN.findall(str(body)))
+        if not items:
+            continue
+        if all(len(it) >= 3 and re.fullmatch(r"[A-Za-z_]\w*", it[0]) and it[1] == "=" for it in items):
+            for it in items:
+                kv = sa.kv_pair_list.kv_pairs.add()
+                kv.key = it[0]
+                _structured_value(kv.value, it[2:])
+        else:
+            for it in items:
+                _structured_value(sa.expression_list.expressions.add(), it)
+
+
+_ANN_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|\w+|==|!=|<=|>=|&&|\|\||<<|>>|\S')
+
+
+def _split_items(toks: list[str]) -> list[list[str]]:
+    """Tokens split at the commas outside parentheses."""
+    items, cur, depth = [], [], 0
+    for t in toks:
+        if t == "," and depth == 0:
+            items.append(cur)
+            cur = []
+            continue
+        depth += {"(": 1, ")": -1}.get(t, 0)
+        cur.append(t)
+    if cur:
+        items.append(cur)
+    return items
+
+
+def _p4_int(tok: str) -> int | None:
+    """A P4 integer literal (``12``, ``0x1f``, ``8w5``, ``4s-1`` not included), or None."""
+    m = re.fullmatch(r"(?:\d+[ws])?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|\d[0-9_]*)", tok)
+    if not m:
+        return None
+    v = m.group(1).replace("_", "")
+    if v[:2].lower() == "0d":
+        return int(v[2:])
+    return int(v, 0) if v[:2].lower() in ("0x", "0b", "0o") else int(v)
+
+
+def _structured_value(expr: Any, toks: list[str]) -> None:
+    """A structured annotation's expression: p4c folds it to a literal (string, int64, bool)."""
+    if len(toks) == 1 and toks[0].startswith('"'):
+        expr.string_value = toks[0][1:-1]
+        return
+    if toks in (["true"], ["false"]):
+        expr.bool_value = toks == ["true"]
+        return
+    py = []
+    for t in toks:
+        v = _p4_int(t)
+        if v is not None:
+            py.append(str(v))
+        elif t in ("true", "false"):
+            py.append("True" if t == "true" else "False")
+        elif t in ("&&", "||", "!"):
+            py.append({"&&": " and ", "||": " or ", "!": " not "}[t])
+        elif t.startswith('"') or re.fullmatch(r"==|!=|<=|>=|<<|>>|[-+*/%&|^~<>()]", t):
+            py.append(t)
+        else:
+            expr.string_value = " ".join(toks)     # not a constant expression we can fold
+            return
+    try:
+        value = _fold(ast.parse("".join(py).replace("/", "//"), mode="eval").body)
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        expr.string_value = " ".join(toks)
+        return
+    if isinstance(value, bool):
+        expr.bool_value = value
+    elif isinstance(value, int):
+        expr.int64_value = value
+    else:
+        expr.string_value = str(value)
+
+
+def _fold(node: Any) -> Any:
+    """Evaluate a constant expression of ints, bools and strings (no names, no calls)."""
+    import operator as op
+    bins = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod,
+            ast.BitAnd: op.and_, ast.BitOr: op.or_, ast.BitXor: op.xor, ast.LShift: op.lshift,
+            ast.RShift: op.rshift}
+    cmps = {ast.Eq: op.eq, ast.NotEq: op.ne, ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge}
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, str, bool)):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in bins:
+        return bins[type(node.op)](_fold(node.left), _fold(node.right))
+    if isinstance(node, ast.UnaryOp):
+        v = _fold(node.operand)
+        return {ast.USub: lambda: -v, ast.UAdd: lambda: +v, ast.Not: lambda: not v,
+                ast.Invert: lambda: ~v}[type(node.op)]()
+    if isinstance(node, ast.BoolOp):
+        vals = [_fold(v) for v in node.values]
+        return all(vals) if isinstance(node.op, ast.And) else any(vals)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmps:
+        return cmps[type(node.ops[0])](_fold(node.left), _fold(node.comparators[0]))
+    raise ValueError("not a constant expression")
 
 
 def _preamble(pre: Any, sym: SymbolTable, kind: str, name: str, annotations: dict[str, str],
@@ -154,7 +267,7 @@ def _preamble(pre: Any, sym: SymbolTable, kind: str, name: str, annotations: dic
     pre.id = sym.id(kind, name)
     pre.name = display if display is not None else cp_name(name)
     pre.alias = alias if alias is not None else sym.alias(name)
-    pre.annotations.extend(_annotation_strings(annotations))
+    _add_annotations(pre, annotations)
     _doc(pre, annotations)
 
 
@@ -256,7 +369,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
             mf = tm.match_fields.add()
             mf.id = fid
             mf.name = k.name
-            mf.annotations.extend(_annotation_strings(k.annotations))
+            _add_annotations(mf, k.annotations)
             _doc(mf, k.annotations)
             # p4c: an ``error`` key is described as a string (bitwidth 0), a translated ``type``
             # with its controller width (control-plane/p4RuntimeSerializer.cpp, getTypeWidth)
@@ -278,7 +391,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
                 ann["defaultonly"] = ""
             if ref.table_only and "tableonly" not in ann:
                 ann["tableonly"] = ""
-            ar.annotations.extend(_annotation_strings(ann))
+            _add_annotations(ar, ann)
             if "tableonly" in ann and "defaultonly" in ann:
                 raise P4InfoError(f"table {t.name}: action {ref.name} is both @tableonly and @defaultonly")
             if "tableonly" in ann:
@@ -307,7 +420,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
             pm = am.params.add()
             pm.id = pid
             pm.name = prm.name
-            pm.annotations.extend(_annotation_strings(prm.annotations))
+            _add_annotations(pm, prm.annotations)
             _doc(pm, prm.annotations)
             pm.bitwidth = _p4rt_width(info, prm.width, prm)
             if getattr(prm, "type_name", ""):
@@ -377,7 +490,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
             md = cm.metadata.add()
             md.id = ids[id(f)]
             md.name = f.name
-            md.annotations.extend(_annotation_strings(getattr(f, "annotations", None) or {}))
+            _add_annotations(md, getattr(f, "annotations", None) or {})
             md.bitwidth = _p4rt_width(info, f.width, f)
             if getattr(f, "type_name", ""):
                 md.type_name.name = f.type_name
@@ -526,7 +639,7 @@ def _value_set_match(vs: Any, e: Any) -> None:
             mf.match_type = _VS_MATCH[kind]
         else:
             mf.other_match_type = kind
-        mf.annotations.extend(_annotation_strings({k: v for k, v in f.annotations.items() if k != "match"}))
+        _add_annotations(mf, {k: v for k, v in f.annotations.items() if k != "match"})
         _doc(mf, f.annotations)
 
 
@@ -632,8 +745,7 @@ def _new_type_entry(p: Any, info: Any, name: str) -> None:
     if nt is None or name in p.type_info.new_types:
         return
     spec = p.type_info.new_types[name]
-    spec.annotations.extend(_annotation_strings({k: v for k, v in nt.annotations.items()
-                                                 if k != "p4runtime_translation"}))
+    _add_annotations(spec, {k: v for k, v in nt.annotations.items() if k != "p4runtime_translation"})
     if nt.translation_uri is not None:
         spec.translated_type.uri = nt.translation_uri
         if nt.sdn_bitwidth is None:
@@ -665,13 +777,12 @@ _PKG_INFO_KEYS = ("name", "version", "organization", "contact", "url", "arch")
 def _add_pkg_info(p: Any, annotations: dict[str, str]) -> None:
     """``pkg_info`` fields from ``@pkginfo(name="...", version="...")`` on ``main``, its other
     annotations and its documentation (p4c's addPkgInfo)."""
-    import re
     body = annotations.get("pkginfo")
     if body:
         for key, value in re.findall(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"', body):
             if key in _PKG_INFO_KEYS:
                 setattr(p.pkg_info, key, value)
-    p.pkg_info.annotations.extend(_annotation_strings({k: v for k, v in annotations.items() if k != "pkginfo"}))
+    _add_annotations(p.pkg_info, {k: v for k, v in annotations.items() if k != "pkginfo"})
     _doc(p.pkg_info, annotations)
 
 

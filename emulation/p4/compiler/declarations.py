@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import Loc, P4Error, P4NotRunnable
-from ..info import ControllerHeaderInfo, SerializableEnumInfo, header_field_info, new_type_info
+from ..info import ControllerHeaderInfo, SerializableEnumInfo, StructuredText, header_field_info, new_type_info
 from ..types import Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, StringT, StructT, Ty, VarBit
 from .source_writer import Out
 from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, InstSym, Scope, TypeSym, Var, pyfield
@@ -312,7 +312,9 @@ class DeclarationsMixin:
 
     @staticmethod
     def ann_text(anns: dict) -> dict:
-        return {k: " ".join(t.value for t in v) for k, v in anns.items()}
+        # a structured annotation's text is marked as such (P4Info lists it apart)
+        return {k: (StructuredText if getattr(v, "structured", False) else str)(" ".join(t.value for t in v))
+                for k, v in anns.items()}
 
 
 def serializable_enum_name(t: Ty) -> str:

@@ -419,3 +419,40 @@ def test_profiles_built_in_the_table_take_the_property_name(tmp_path):
     assert not prof["spread"].preamble.annotations
     ids = {t.preamble.name: t.implementation_id for t in p.tables}
     assert ids == {"I.members_only": prof["member_pool"].preamble.id, "I.hashed": prof["spread"].preamble.id}
+
+
+STRUCTURED_ANNOTATIONS = """
+#define LABEL "edge"
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    @plain(x, 1 + 2) @kv[tag=LABEL, weight=0x10, on=true] @none[] @mixed[3, "s", 2 == 3, 4 + 5 * 2]
+    action seta(@unit["bytes"] bit<8> v) { h.h.a = v; }
+    table t { key = { h.h.a : exact @ui[hint="k"]; } actions = { seta; } }
+    apply { t.apply(); }
+}
+"""
+
+
+def test_structured_annotations_are_listed_apart(tmp_path):
+    # p4c puts a structured annotation (@a[...]) in structured_annotations, its expressions
+    # folded to string/int64/bool; an unstructured one stays text, tokens joined by spaces
+    p = _p4info(tmp_path, STRUCTURED_ANNOTATIONS)
+    pre = _action(p, "I.seta").preamble
+    assert list(pre.annotations) == ["@plain(x , 1 + 2)"]
+    sa = {a.name: a for a in pre.structured_annotations}
+    assert list(sa) == ["kv", "none", "mixed"]
+    kv = {k.key: k.value for k in sa["kv"].kv_pair_list.kv_pairs}
+    assert (kv["tag"].string_value, kv["weight"].int64_value, kv["on"].bool_value) == ("edge", 16, True)
+    assert not sa["none"].HasField("kv_pair_list") and not sa["none"].HasField("expression_list")
+    ex = sa["mixed"].expression_list.expressions
+    assert [e.WhichOneof("value") for e in ex] == ["int64_value", "string_value", "bool_value", "int64_value"]
+    assert (ex[0].int64_value, ex[1].string_value, ex[2].bool_value, ex[3].int64_value) == (3, "s", False, 14)
+    param = _action(p, "I.seta").params[0]
+    assert not param.annotations and param.structured_annotations[0].expression_list.expressions[0].string_value == "bytes"
+    key = _table(p, "I.t").match_fields[0]
+    assert key.structured_annotations[0].kv_pair_list.kv_pairs[0].value.string_value == "k"
