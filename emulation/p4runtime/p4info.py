@@ -336,16 +336,20 @@ def p4info_from_program(program_or_info: Any) -> Any:
     info = program_info_of(program_or_info)
     sym = SymbolTable()
     hidden = lambda o: "hidden" in (o.annotations or {})  # noqa: E731
-    tables = [t for t in _applied_tables(info) if not hidden(t)]
-    actions = [a for a in _used_actions(info) if not hidden(a)]
+    # p4c collects every table and action of the program in its symbol table, @hidden ones too
+    # (control-plane/p4RuntimeSymbolTable.cpp), so they count for the aliases and the ids;
+    # P4Info then leaves the hidden ones out
+    all_tables, all_actions = _applied_tables(info), _used_actions(info)
+    tables = [t for t in all_tables if not hidden(t)]
+    actions = [a for a in all_actions if not hidden(a)]
     removed = _removed_blocks(info)
     externs = [e for e in info.externs if not hidden(e) and not e.name.startswith(removed)]
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
              "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile",
              "value_set": "value_set"}
-    for a in actions:
+    for a in all_actions:
         sym.add("action", a.name, a.annotations)
-    for t in tables:
+    for t in all_tables:
         sym.add("table", t.name, t.annotations)
     for e in externs:
         if e.kind in kinds:
@@ -479,6 +483,8 @@ def p4info_from_program(program_or_info: Any) -> Any:
                 (bits.int if e.signed else bits.bit).bitwidth = e.width
             r.size = e.size
     for h in info.controller_headers:
+        if "hidden" in (h.annotations or {}):
+            continue        # p4c's addControllerHeader skips a @hidden header type
         cm = p.controller_packet_metadata.add()
         ann = dict(h.annotations)
         ann.setdefault("controller_header", f'"{h.name}"')

@@ -456,3 +456,38 @@ def test_structured_annotations_are_listed_apart(tmp_path):
     assert not param.annotations and param.structured_annotations[0].expression_list.expressions[0].string_value == "bytes"
     key = _table(p, "I.t").match_fields[0]
     assert key.structured_annotations[0].kv_pair_list.kv_pairs[0].value.string_value == "k"
+
+
+HIDDEN_NAMES = """
+header h_t { bit<8> a; }
+@hidden @controller_header("packet_in")
+header internal_in_t { bit<8> x; }
+struct H { h_t h; internal_in_t i; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    @hidden action bump() { h.h.a = h.h.a + 1; }
+    @hidden table t { actions = { bump; } default_action = bump(); }
+    apply { t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) {
+    action bump() { h.h.a = 0; }
+    table t { key = { h.h.a : exact; } actions = { bump; } }
+    apply { t.apply(); }
+}
+"""
+
+
+def test_hidden_objects_still_count_for_aliases(tmp_path):
+    # p4c's symbol table holds @hidden tables and actions too: a visible object sharing their
+    # last name component needs a longer alias; a @hidden controller header is not listed
+    tail = TAIL.replace("control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }\n", "")
+    f = tmp_path / "prog.p4"
+    f.write_text(HEAD + HIDDEN_NAMES + tail + MAIN)
+    p = p4info_from_program(compile_file(f))
+    assert [(t.preamble.name, t.preamble.alias) for t in p.tables] == [("E.t", "E.t")]
+    assert ("E.bump", "E.bump") in [(a.preamble.name, a.preamble.alias) for a in p.actions]
+    assert "I.bump" not in [a.preamble.name for a in p.actions]
+    assert not p.controller_packet_metadata
