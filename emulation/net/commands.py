@@ -63,8 +63,9 @@ def saatp_switch_command(intfs: Mapping[int, str], *, program: str | None, grpc_
                          log_level: str | None = None, seed: int | None = None,
                          python: str | None = None, queue_rate: Mapping[int, float] | None = None,
                          queue_depth: int | None = None, control_port: int | None = None,
-                         stats_interval: float | None = None) -> list[str]:
-    """``python -m emulation.cli switch ...`` for the given ports and options."""
+                         stats_interval: float | None = None, busy_poll_us: float | None = None) -> list[str]:
+    """``python -m emulation.cli switch ...`` for the given ports and options (``busy_poll_us``:
+    the switch's ``--busy-poll-us``; None leaves its default)."""
     if cpu_port is not None and cpu_port in intfs:
         raise ValueError(f"port {cpu_port} is both the CPU port and an interface")
     args = [python or sys.executable, "-m", "emulation.cli", "switch"]
@@ -88,6 +89,8 @@ def saatp_switch_command(intfs: Mapping[int, str], *, program: str | None, grpc_
         args += ["--control-addr", f"127.0.0.1:{int(control_port)}"]
     if stats_interval:
         args += ["--stats-interval", f"{stats_interval:g}"]
+    if busy_poll_us is not None:
+        args += ["--busy-poll-us", f"{busy_poll_us:g}"]
     for d in include_dirs:
         args += ["-I", str(d)]
     if log_level:

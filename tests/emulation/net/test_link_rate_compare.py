@@ -33,6 +33,9 @@ def test_saatp_switch_command_with_queues_parses_back():
     assert argv[argv.index("--control-addr") + 1] == "127.0.0.1:9191"
     a = switch_parse_args(argv[4:])        # the switch accepts what the node class passes
     assert a.queues.config(1) == {"depth": 32, "rate": 2000.0} and a.queues.config(7)["rate"] == 0
+    assert "--busy-poll-us" not in argv      # the switch's default unless asked
+    quiet = saatp_switch_command({1: "s1-eth1"}, program=None, grpc_port=1, busy_poll_us=0)
+    assert switch_parse_args(quiet[4:]).busy_poll_us == 0.0
     with pytest.raises(ValueError, match="no interface"):
         saatp_switch_command({1: "s1-eth1"}, program=None, grpc_port=1, queue_rate={5: 10.0})
     with pytest.raises(ValueError, match="packets/s"):
