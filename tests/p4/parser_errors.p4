@@ -2,16 +2,24 @@
 // Parser errors do not drop: ingress routes on standard_metadata.parser_error.
 // Bytes skipped with advance() are not part of any header nor of the payload.
 // With p4c 1.2.4.8 + BMv2 1.15.5 this test FAILED without a diagnosis (still open): p4c
-// compiled it, and the runner's record holds only "Test failed". In p4c's bmv2stf.py every
-// other failure logs a reason (packet mismatch or count, "died with return code", CLI exit
-// code, STF parse errors); the silent ones are RunBMV2.run giving up while simple_switch
-// starts: it exited before opening its pcap FIFOs (parser_counter's load-time abort looked
-// the same, but printed BMv2's assertion), or neither the FIFOs nor the Thrift port came up
-// within 60 s (a stall or a busy machine). So BMv2 never processed a packet here: no packet
-// disagrees. BMv2's parser code (parser.cpp) does what this test expects of each construct
-// (lookahead set and select keys check their length and raise PacketTooShort, advance
-// skips bytes, verify raises the custom error); the next run with BMv2's log (switch.log.txt)
-// should say what stopped simple_switch.
+// compiled it, and the runner's record holds only "Test failed". What was ruled out, from
+// p4c's backends/bmv2/bmv2stf.py and run-bmv2-test.py and BMv2's P4Objects::init_parsers:
+// * this STF: before simple_switch is up the runner reads only the port numbers of the
+//   packet/expect lines (one FIFO per port, 0..4 here, as other passing tests use), and
+//   every later failure is reported with a reason (packet mismatch or count, "died with
+//   return code", CLI exit code, "Invalid packet data" for an odd nibble, STF parse errors);
+//   the data here has an even number of hex digits and the '$' form other passing tests use;
+// * the constructs: BMv2's loader takes each parser op p4c makes of them ("verify" with an
+//   expression error code, "advance" by hexstr/field/expression, "set" from "lookahead", a
+//   "lookahead" transition key, errors declared after the core ones); one it refused would
+//   raise a json_exception whose message the runner prints, and no constant here is
+//   negative (parser_counter's abort was BMv2 asserting on a '-' in a hexstr, with a message).
+// What is left is RunBMV2.run giving up while simple_switch starts, silently: the switch
+// exited without a message before opening its pcap FIFOs, or the FIFOs/Thrift port did not
+// come up within 60 s. So BMv2 never processed a packet here and no packet disagrees. BMv2's
+// parser code does what this test expects of each construct (lookahead set and select keys
+// check their length and raise PacketTooShort, advance skips bytes, verify raises the custom
+// error); the next run with BMv2's log (switch.log.txt) should say what stopped simple_switch.
 #include <core.p4>
 #include <v1model.p4>
 
