@@ -280,6 +280,30 @@ def header_field_info(name: str, ty: object, annotations: dict[str, str] | None 
     return HeaderFieldInfo(name, 1, "", dict(annotations or {}), is_bool=isinstance(ty, BoolT))
 
 
+def controller_header_fields(fields: list, annotations: dict) -> list[HeaderFieldInfo]:
+    """The fields of a ``@controller_header`` header as P4Info lists them: p4c flattens a
+    struct-typed field ``s`` into ``s.f`` fields (control-plane/flattenHeader.cpp), each with
+    the annotations along its path (the innermost win).  ``fields`` are the header's
+    (name, pyname, type); ``annotations`` its fields' annotation texts by name."""
+    from .types import StructT
+    out: list[HeaderFieldInfo] = []
+
+    def text(anns: dict) -> dict:
+        return {k: " ".join(t.value for t in v) if isinstance(v, list) else v for k, v in anns.items()}
+
+    def walk(prefix: str, flds: list, anns_of, inherited: dict) -> None:
+        for n, _, t in flds:
+            merged = dict(inherited)
+            merged.update(anns_of(n))
+            if isinstance(t, StructT) and not t.union:
+                merged.update(text(t.annotations or {}))
+                walk(f"{prefix}{n}.", t.fields, lambda m, t=t: text(t.field_annotations.get(m, {})), merged)
+            else:
+                out.append(header_field_info(prefix + n, t, merged))
+    walk("", fields, lambda n: dict(annotations.get(n, {})), {})
+    return out
+
+
 def key_type_info(ty: object) -> dict:
     """What P4Info says about a table key's type beyond its width (``KeyInfoP`` fields)."""
     from .types import Bits, EnumT, ErrorT

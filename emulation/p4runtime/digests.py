@@ -71,6 +71,9 @@ class Digests:
         if members:
             for mem in members:
                 data.struct.members.add().bitstring = encode_bytes(values.get(mem.name, 0))
+        elif d.type_spec.HasField("tuple"):     # digest of a list (p4c names it digest_<n>)
+            for v in values.values():
+                data.tuple.members.add().bitstring = encode_bytes(v)
         else:
             for v in values.values():
                 data.struct.members.add().bitstring = encode_bytes(v)

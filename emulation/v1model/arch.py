@@ -559,8 +559,15 @@ class V1Hooks(ArchHooks):
                     comp.info.digests.append(DigestInfo(tname, [header_field_info(n, t) for n, _, t in dt.fields],
                                                         type_desc=type_desc(dt)))
             elif isinstance(dt, TupleT):
-                tname = "tuple"
+                # p4c names the digest of a list after no type: "digest_<n>", n counting the
+                # call sites (control-plane/p4RuntimeArchStandard.cpp, getDigestCall)
+                sites = comp.__dict__.setdefault("_digest_sites", {})
+                tname = sites.setdefault(id(call), f"digest_{len(sites)}")
                 fields = "{" + ", ".join(f"'f{i}': {dc}[{i}]" for i in range(len(dt.items))) + "}"
+                if not any(d.name == tname for d in comp.info.digests):
+                    comp.info.digests.append(DigestInfo(tname, [header_field_info(f"f{i}", t)
+                                                                for i, t in enumerate(dt.items)],
+                                                        type_desc=type_desc(dt)))
             else:
                 raise comp.err(f"digest data must be a struct, not {dt}", args[1])
             out(f"RT.digest({tname!r}, {rc}, {fields})")

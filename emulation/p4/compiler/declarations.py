@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .. import nodes as A
 from ..errors import Loc, P4Error, P4NotRunnable
-from ..info import ControllerHeaderInfo, SerializableEnumInfo, StructuredText, header_field_info, new_type_info
+from ..info import (ControllerHeaderInfo, SerializableEnumInfo, StructuredText, controller_header_fields,
+                    new_type_info)
 from ..types import Bits, BlockT, BoolT, EnumT, ErrorT, ExternT, HeaderT, StringT, StructT, Ty, VarBit
 from .source_writer import Out
 from .symbols import ActionSym, Const, ExternFuncSym, FuncSym, InstSym, Scope, TypeSym, Var, pyfield
@@ -290,7 +291,7 @@ class DeclarationsMixin:
                 nm = body[0].value.strip('"') if body else ""
                 self.info.controller_headers.append(ControllerHeaderInfo(
                     annotations=self.ann_text(d.annotations), name=nm, type_name=d.name,
-                    fields=[header_field_info(n, t, self.ann_text(fann[n])) for n, _, t in fields]))
+                    fields=controller_header_fields(fields, {n: self.ann_text(fann[n]) for n, _, _ in fields})))
         else:
             union = getattr(d, "union", False)
             if union:

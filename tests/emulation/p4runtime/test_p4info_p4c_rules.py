@@ -491,3 +491,31 @@ def test_hidden_objects_still_count_for_aliases(tmp_path):
     assert ("E.bump", "E.bump") in [(a.preamble.name, a.preamble.alias) for a in p.actions]
     assert "I.bump" not in [a.preamble.name for a in p.actions]
     assert not p.controller_packet_metadata
+
+
+FLAT_CONTROLLER_HEADER_AND_LIST_DIGEST = """
+struct where_t { bit<4> rack; @id(9) bit<4> slot; }
+@controller_header("packet_in")
+header punt_t { where_t from; bit<9> port; @padding bit<7> pad; }
+header h_t { bit<8> a; bit<8> b; }
+struct H { punt_t punt; h_t h; }
+struct M { bit<8> x; }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { digest(1, {h.h.a, m.x}); digest(2, {h.h.b}); }
+}
+"""
+
+
+def test_controller_header_structs_flatten_and_list_digests_are_numbered(tmp_path):
+    p = _p4info(tmp_path, FLAT_CONTROLLER_HEADER_AND_LIST_DIGEST)
+    # p4c flattens a struct-typed controller-header field into ``from.rack``, ``from.slot``
+    # (control-plane/flattenHeader.cpp), ids over the flattened fields
+    md = [(m.name, m.id, m.bitwidth, list(m.annotations)) for m in p.controller_packet_metadata[0].metadata]
+    assert md == [("from.rack", 1, 4, []), ("from.slot", 9, 4, []), ("port", 2, 9, []),
+                  ("pad", 3, 7, ["@padding"])]
+    # a digest of a list has no type name: p4c calls it digest_<n> in call order, a tuple
+    digests = [(d.preamble.name, [m.bitstring.bit.bitwidth for m in d.type_spec.tuple.members]) for d in p.digests]
+    assert digests == [("digest_0", [8, 8]), ("digest_1", [8])]
