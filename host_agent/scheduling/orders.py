@@ -23,10 +23,22 @@ Two order families:
 ``schedule(costs, rows, kind, cap)`` returns an :class:`OrderResult`: the orders, the predicted
 iteration time (the same link model as :mod:`.costmodel`: each link direction serialised, a
 stage's tail after its last op) and each stage's peak of stashed samples.
+
+CPU-quota stages (``costs.info["cfs"]``, see :class:`CpuBandwidth`). A stage process in a
+cgroup with CPU quota q and period P gets q*P CPU-seconds per period; idle time is not banked,
+and the kernel notices an exhausted quota only at its scheduler tick, so a stage overruns by
+up to a tick and then repays the debt from later periods (:class:`_Budget`). A stage that
+waited therefore runs its next op at full speed for a few milliseconds, and only a stage that
+stays busy runs at the average rate q. The cost model's compute times are the *fluid* times
+(CPU seconds / q); the simulation turns each op back into CPU seconds and runs it through the
+stage's budget. The periods of different cgroups have unrelated phases and an iteration starts
+at a random point of each, and with the debts the previous iteration left, so a prediction
+is the mean over several phase draws of a steady-state iteration (:func:`expected_makespan`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -44,6 +56,101 @@ class OrderResult:
     events: list[tuple[int, str, int, float, float, int]] = field(default_factory=list)
 
 
+DEFAULT_TICK_S = 0.004  # CONFIG_HZ=250, the common kernel default
+
+
+@dataclass(frozen=True)
+class CpuBandwidth:
+    """cgroup v1 CFS bandwidth of the stage processes: ``quota[s]`` CPUs (None: not limited)
+    per ``period_s``; the kernel notices an exhausted quota at its scheduler tick
+    (``tick_s``) or when the stage blocks and wakes. Stored as
+    ``costs.info["cfs"] = {"quota": [...], "period_s": P, "tick_s": T}``."""
+
+    quota: tuple[float | None, ...]
+    period_s: float
+    tick_s: float = DEFAULT_TICK_S
+
+    @classmethod
+    def of(cls, costs: PipelineCosts) -> "CpuBandwidth | None":
+        d = costs.info.get("cfs")
+        if not d:
+            return None
+        q = tuple(None if x is None or float(x) >= 1.0 else float(x) for x in d["quota"])
+        if len(q) != costs.S:
+            raise ValueError(f"cfs quotas for {len(q)} stages, the cost model has {costs.S}")
+        return cls(q, float(d["period_s"]), float(d.get("tick_s") or DEFAULT_TICK_S))
+
+    def budgets(self, n: int, i: int) -> list["_Budget | None"]:
+        """Draw i of n (deterministic, stratified): each stage's period phase, and the tick's
+        phase (one tick grid for all stages)."""
+        golden = 0.6180339887498949
+        ph = [((i + (s * golden) % 1.0) / n % 1.0) * self.period_s for s in range(len(self.quota))]
+        tick_phase = ((i * 0.7548776662466927) % 1.0) * self.tick_s
+        return [None if q is None else _Budget(q, self.period_s, p, self.tick_s, tick_phase)
+                for q, p in zip(self.quota, ph)]
+
+
+_EPS = 1e-12  # seconds: a balance this close to zero counts as zero
+
+
+class _Budget:
+    """One stage's CFS bandwidth as the kernel enforces it (absolute times).
+
+    The balance is refilled by quota x period at each period boundary (capped at that) and
+    spent at full speed. An exhausted balance is noticed only at a scheduler tick or when the
+    stage wakes up: the stage overruns by up to a tick, is throttled until refills bring the
+    balance above zero again, and so repays the debt from later periods. Measured on the
+    profiled host (HZ=250, 10 ms period): a stage with quota 0.15 runs bursts of 2-6 ms of CPU
+    after an idle spell, then ~4 ms per ~27 ms, 1/0.15 on average."""
+
+    def __init__(self, quota: float, period: float, phase: float, tick: float, tick_phase: float):
+        self.P, self.phase, self.T, self.tphase = period, phase, tick, tick_phase
+        self.cap = quota * period
+        self.bal = self.cap
+        self.k: int | None = None  # index of the period the balance is up to date for
+
+    def _catch_up(self, t: float) -> None:
+        k = math.floor((t - self.phase) / self.P)
+        if self.k is None:
+            self.k = k
+        elif k > self.k:
+            if self.bal < self.cap:
+                self.bal = min(self.cap, self.bal + (k - self.k) * self.cap)
+            self.k = k
+
+    def _refill(self) -> float:
+        """Jump to the next period boundary; returns its time."""
+        self.k += 1
+        self.bal = min(self.cap, self.bal + self.cap)
+        return self.phase + self.k * self.P
+
+    def run(self, t: float, cpu: float) -> float:
+        """When ``cpu`` CPU-seconds wanted from time ``t`` on are done."""
+        if cpu <= 0:
+            return t
+        self._catch_up(t)
+        while self.bal <= _EPS:  # throttled when it wakes up
+            t = max(t, self._refill())
+        P, T = self.P, self.T
+        while True:
+            nb = self.phase + (self.k + 1) * P
+            nt = self.tphase + (math.floor((t - self.tphase) / T) + 1) * T
+            if nt <= t:
+                nt += T
+            e = min(nb, nt, t + cpu)
+            d = e - t if e > t else 0.0
+            cpu -= d
+            self.bal -= d
+            t = e
+            if cpu <= 1e-12:
+                return t
+            if e >= nb:
+                self._refill()
+            if e >= nt and self.bal < -_EPS:
+                while self.bal <= _EPS:
+                    t = max(t, self._refill())
+
+
 def _check_rows(costs: PipelineCosts, rows: Sequence[Sequence[int]]) -> list[list[int]]:
     rows = [[int(v) for v in r if int(v) > 0] for r in rows]
     if len(rows) != costs.S:
@@ -58,18 +165,58 @@ def fill_drain_orders(rows: Sequence[Sequence[int]]) -> list[list[tuple[str, int
     return [[("F", j) for j in range(len(r))] + [("B", j) for j in reversed(range(len(r)))] for r in rows]
 
 
+class _Plan:
+    """A plan's per-op durations and sample dependencies, computed once per plan."""
+
+    def __init__(self, costs: PipelineCosts, rows: Sequence[Sequence[int]]):
+        rows = _check_rows(costs, rows)
+        S = costs.S
+        self.S, self.rows, self.M = S, rows, [len(r) for r in rows]
+        self.starts = [[sum(r[:j]) for j in range(len(r) + 1)] for r in rows]
+        fa, fb, ba, bb, kn = (list(map(float, x)) for x in (costs.f_alpha, costs.f_beta, costs.b_alpha,
+                                                                 costs.b_beta, costs.knee))
+        sl, sb, gl, gb = (list(map(float, x)) for x in (costs.send_lat, costs.send_beta, costs.grad_lat,
+                                                        costs.grad_beta))
+        self.tf = [[fa[s] + fb[s] * max(b, kn[s]) for b in rows[s]] for s in range(S)]
+        self.tb = [[ba[s] + bb[s] * max(b, kn[s]) for b in rows[s]] for s in range(S)]
+        self.cf = [[sl[s] + sb[s] * b if s < S - 1 else 0.0 for b in rows[s]] for s in range(S)]
+        self.cb = [[gl[s] + gb[s] * b if s > 0 else 0.0 for b in rows[s]] for s in range(S)]
+        self.tail = [float(t) for t in costs.tail]
+
+        def overlap(s: int, t: int) -> list[list[int]]:  # microbatches of stage t holding stage s's samples
+            out = []
+            for j in range(self.M[s]):
+                a, b = self.starts[s][j], self.starts[s][j + 1]
+                out.append([k for k in range(self.M[t]) if self.starts[t][k] < b and self.starts[t][k + 1] > a])
+            return out
+
+        self.up = [overlap(s, s - 1) if s > 0 else None for s in range(S)]
+        self.down = [overlap(s, s + 1) if s < S - 1 else None for s in range(S)]
+        self.bw = CpuBandwidth.of(costs)
+
+
 def schedule(costs: PipelineCosts, rows: Sequence[Sequence[int]], kind: str = "fill-drain",
              cap: Sequence[int] | None = None, orders: Sequence[Sequence[tuple[str, int]]] | None = None,
-             record: bool = False) -> OrderResult:
+             record: bool = False, phases: Sequence[float] | None = None) -> OrderResult:
     """Simulate a plan. With ``orders`` the given per-stage orders are replayed (ValueError on
-    a deadlock); otherwise ``kind`` generates them (``cap`` only for ``1f1b``)."""
-    rows = _check_rows(costs, rows)
-    S, B = costs.S, costs.B
-    M = [len(r) for r in rows]
-    starts = [[sum(r[:j]) for j in range(len(r) + 1)] for r in rows]
+    a deadlock); otherwise ``kind`` generates them (``cap`` only for ``1f1b``). With CPU-quota
+    stages (``costs.info["cfs"]``) ops run through each stage's CFS budget, with the periods
+    starting at ``phases[s]`` (default: the first of :func:`expected_makespan`'s draws)."""
+    pl = _Plan(costs, rows)
+    budgets = None
+    if pl.bw is not None:
+        budgets = pl.bw.budgets(PHASE_DRAWS, 0) if phases is None else [
+            None if q is None else _Budget(q, pl.bw.period_s, p, pl.bw.tick_s, 0.0) for q, p in zip(pl.bw.quota, phases)]
+    return _run(pl, kind, cap, orders, record, budgets)
+
+
+def _run(pl: _Plan, kind: str, cap, orders, record: bool, budgets=None, offset: float = 0.0) -> OrderResult:
+    """One iteration from time 0; ``budgets`` (per stage, None: no quota) keep absolute times
+    ``offset`` + t, so a second call with the same budgets continues where the first left."""
+    S, M, starts = pl.S, pl.M, pl.starts
     if orders is None:
         if kind == "fill-drain":
-            orders = fill_drain_orders(rows)
+            orders = fill_drain_orders(pl.rows)
         elif kind != "1f1b":
             raise ValueError(f"unknown order kind {kind!r}; use one of {KINDS}")
     else:
@@ -83,22 +230,25 @@ def schedule(costs: PipelineCosts, rows: Sequence[Sequence[int]], kind: str = "f
     caps = [S - s for s in range(S)] if cap is None else [max(1, int(c)) for c in cap]
     if len(caps) != S:
         raise ValueError(f"cap needs {S} entries")
-    tf = [[float(costs.tf(s, b)) for b in rows[s]] for s in range(S)]
-    tb = [[float(costs.tb(s, b)) for b in rows[s]] for s in range(S)]
-    cf = [[float(costs.cf(s, b)) for b in rows[s]] for s in range(S)]
-    cb = [[float(costs.cb(s, b)) for b in rows[s]] for s in range(S)]
-    act = [[None] * B for _ in range(S)]  # arrival time of sample i's activations at stage s
-    grad = [[None] * B for _ in range(S)]  # arrival of sample i's output gradient at stage s
-    act[0] = [0.0] * B
+    tf, tb, cf, cb, up, down = pl.tf, pl.tb, pl.cf, pl.cb, pl.up, pl.down
+    bw = pl.bw
+    run: list = [None] * S
+    cpu = [1.0] * S
+    if bw is not None and budgets is not None:
+        def shifted(b):
+            return lambda t, c: b.run(t + offset, c) - offset
+        run = [None if b is None else shifted(b) for b in budgets]
+        cpu = [1.0 if q is None else q for q in bw.quota]  # fluid seconds -> CPU seconds
+    # arrival at stage s+1 of stage s's activations of microbatch k / at stage s-1 of its gradients
+    acts = [[None] * M[s] for s in range(S)]
+    grads = [[None] * M[s] for s in range(S)]
     fend = [[None] * M[s] for s in range(S)]
-    bdone = [[False] * M[s] for s in range(S)]
     free = [0.0] * S
     linkf = [0.0] * S
     linkb = [0.0] * S
     nf = [0] * S  # next forward (forwards run in order in both families)
     ptr = [0] * S  # fixed orders: position
-    border = [list(range(M[s])) for s in range(S)]  # 1f1b: backwards in forward order
-    nb = [0] * S
+    nb = [0] * S  # 1f1b: backwards in forward order
     inflight = [0] * S
     stashed = [0] * S
     peak = [0] * S
@@ -107,18 +257,30 @@ def schedule(costs: PipelineCosts, rows: Sequence[Sequence[int]], kind: str = "f
     left = 2 * sum(M)
 
     def ready_f(s: int, j: int):
-        a, b = starts[s][j], starts[s][j + 1]
-        ts = act[s][a:b]
-        return None if any(t is None for t in ts) else max(ts)
+        if s == 0:
+            return 0.0
+        src = acts[s - 1]
+        r = 0.0
+        for k in up[s][j]:
+            t = src[k]
+            if t is None:
+                return None
+            if t > r:
+                r = t
+        return r
 
     def ready_b(s: int, j: int):
-        if fend[s][j] is None:
-            return None
-        if s == S - 1:
-            return fend[s][j]
-        a, b = starts[s][j], starts[s][j + 1]
-        ts = grad[s][a:b]
-        return None if any(t is None for t in ts) else max(max(ts), fend[s][j])
+        r = fend[s][j]
+        if r is None or s == S - 1:
+            return r
+        src = grads[s + 1]
+        for k in down[s][j]:
+            t = src[k]
+            if t is None:
+                return None
+            if t > r:
+                r = t
+        return r
 
     while left:
         best = None  # (time, prefer, s, op)
@@ -133,18 +295,18 @@ def schedule(costs: PipelineCosts, rows: Sequence[Sequence[int]], kind: str = "f
                     continue
                 cand = (max(free[s], r), 0, s, (k, j))
             else:
-                rb = ready_b(s, border[s][nb[s]]) if nb[s] < M[s] else None
+                rb = ready_b(s, nb[s]) if nb[s] < M[s] else None
                 rf = ready_f(s, nf[s]) if nf[s] < M[s] else None
                 if rf is not None and inflight[s] >= caps[s]:
                     blocked_f.append((max(free[s], rf), s))
                     rf = None
                 t = free[s]
                 if rb is not None and rb <= t:
-                    cand = (t, 0, s, ("B", border[s][nb[s]]))
+                    cand = (t, 0, s, ("B", nb[s]))
                 elif rf is not None and rf <= t:
                     cand = (t, 1, s, ("F", nf[s]))
                 elif rb is not None and (rf is None or rb <= rf):
-                    cand = (rb, 0, s, ("B", border[s][nb[s]]))
+                    cand = (rb, 0, s, ("B", nb[s]))
                 elif rf is not None:
                     cand = (rf, 1, s, ("F", nf[s]))
                 else:
@@ -159,50 +321,68 @@ def schedule(costs: PipelineCosts, rows: Sequence[Sequence[int]], kind: str = "f
             raise ValueError("schedule deadlocks: " + ", ".join(
                 f"stage {s} waits at {orders[s][ptr[s]]}" for s in range(S) if ptr[s] < len(orders[s])))
         t0, _, s, (k, j) = best
-        a, b = starts[s][j], starts[s][j + 1]
+        n = starts[s][j + 1] - starts[s][j]
         if k == "F":
             if j != nf[s]:
                 raise ValueError(f"stage {s}: forwards must run in order (F{j} before F{nf[s]})")
-            end = t0 + tf[s][j]
+            end = t0 + tf[s][j] if run[s] is None else run[s](t0, tf[s][j] * cpu[s])
             fend[s][j] = end
             nf[s] += 1
             inflight[s] += 1
-            stashed[s] += b - a
-            peak[s] = max(peak[s], stashed[s])
+            stashed[s] += n
+            if stashed[s] > peak[s]:
+                peak[s] = stashed[s]
             if record:
-                ev.append((s, "F", j, t0, end, b - a))
+                ev.append((s, "F", j, t0, end, n))
             if s < S - 1:
                 cst = max(linkf[s], end)
                 linkf[s] = cst + cf[s][j]
-                for i in range(a, b):
-                    act[s + 1][i] = linkf[s]
+                acts[s][j] = linkf[s]
                 if record:
-                    ev.append((s, "sendF", j, cst, linkf[s], b - a))
+                    ev.append((s, "sendF", j, cst, linkf[s], n))
         else:
-            end = t0 + tb[s][j]
-            bdone[s][j] = True
+            end = t0 + tb[s][j] if run[s] is None else run[s](t0, tb[s][j] * cpu[s])
             inflight[s] -= 1
-            stashed[s] -= b - a
+            stashed[s] -= n
             if not fixed:
                 nb[s] += 1
             if record:
-                ev.append((s, "B", j, t0, end, b - a))
+                ev.append((s, "B", j, t0, end, n))
             if s > 0:
                 cst = max(linkb[s], end)
                 linkb[s] = cst + cb[s][j]
-                for i in range(a, b):
-                    grad[s - 1][i] = linkb[s]
+                grads[s][j] = linkb[s]
                 if record:
-                    ev.append((s, "sendB", j, cst, linkb[s], b - a))
+                    ev.append((s, "sendB", j, cst, linkb[s], n))
         free[s] = end
         out_orders[s].append((k, j))
         if fixed:
             ptr[s] += 1
         left -= 1
-    ends = [free[s] + float(costs.tail[s]) for s in range(S)]
+    ends = [free[s] + pl.tail[s] if run[s] is None else run[s](free[s], pl.tail[s] * cpu[s]) for s in range(S)]
     return OrderResult(max(ends), out_orders, peak, ends, ev)
+
+
+PHASE_DRAWS = 8  # period-phase draws per prediction for CPU-quota stages
+
+
+def expected_makespan(costs: PipelineCosts, rows, orders, draws: int = PHASE_DRAWS) -> float:
+    """Predicted iteration time of a plan with fixed ``orders``. For CPU-quota stages: the
+    mean over ``draws`` stratified draws of the period and tick phases of a *steady-state*
+    iteration -- the second of two back to back (a barrier apart), which starts with the CFS
+    balances (debts) the first left, as every iteration of a training run does."""
+    pl = _Plan(costs, rows)
+    if pl.bw is None:
+        return _run(pl, "", None, orders, False).makespan
+    gap = 2 * max(max(pl.cf[s][0] for s in range(pl.S)), 0.0)  # the barrier between iterations
+    tot = 0.0
+    for i in range(draws):
+        bud = pl.bw.budgets(draws, i)
+        first = _run(pl, "", None, orders, False, bud).makespan
+        tot += _run(pl, "", None, orders, False, bud, offset=first + gap).makespan
+    return tot / draws
 
 
 def predict(costs: PipelineCosts, rows, orders) -> float:
     """Predicted iteration time of a plan whose orders are given."""
-    return schedule(costs, rows, orders=orders).makespan
+    return expected_makespan(costs, rows, orders)

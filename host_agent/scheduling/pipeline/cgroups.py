@@ -40,12 +40,13 @@ class CpuQuotas:
         self.shares = int(shares)
         self.created: list[str] = []
 
-    def create(self, name: str, quota: float) -> str:
-        """A cgroup ``<prefix>-<name>`` limited to ``quota`` CPUs; returns its path."""
+    def create(self, name: str, quota: float | None) -> str:
+        """A cgroup ``<prefix>-<name>`` limited to ``quota`` CPUs (None: no limit, only the
+        high ``cpu.shares``); returns its path."""
         why = unavailable_reason()
         if why:
             raise RuntimeError(why)
-        if quota <= 0:
+        if quota is not None and quota <= 0:
             raise ValueError(f"CPU quota must be > 0, got {quota}")
         path = os.path.join(CPU_ROOT, f"{self.prefix}-{name}")
         os.mkdir(path)
@@ -53,7 +54,7 @@ class CpuQuotas:
         with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
             f.write(str(self.period_us))
         with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-            f.write(str(max(1000, int(round(quota * self.period_us)))))
+            f.write("-1" if quota is None else str(max(1000, int(round(quota * self.period_us)))))
         with open(os.path.join(path, "cpu.shares"), "w") as f:
             f.write(str(self.shares))
         return path

@@ -113,6 +113,9 @@ def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_
         it = [max(p["times"][k][1] for p in per) - min(p["times"][k][0] for p in per) for k in range(n)]
         runs.append(dict(schedule=spec["schedule"], label=spec.get("label", spec["schedule"]), iteration_s=it,
                          median_s=statistics.median(it) if it else None,
-                         mean_s=statistics.fmean(it) if it else None, losses=per[-1]["losses"]))
+                         mean_s=statistics.fmean(it) if it else None, losses=per[-1]["losses"],
+                         starts=[min(p["times"][k][0] for p in per) for k in range(n)]))
+        if "traces" in per[0]:
+            runs[-1]["traces"] = [p["traces"] for p in per]  # [rank][step] = dict(ops, ops_end)
     out = dict(runs[0], runs=runs, out_dir=out_dir)
     return out

@@ -8,13 +8,14 @@ from .models import build_layers, cut, load_model
 
 
 def train(model: str, cuts: list[int], B: int, steps: int, lr: float = 0.05, momentum: float = 0.9,
-          seed: int = 0) -> list[dict[str, torch.Tensor]]:
+          seed: int = 0, batches: list[int] | None = None) -> list[dict[str, torch.Tensor]]:
     """Full-minibatch SGD for ``steps`` iterations (batches 0..steps-1, as the pipeline's
-    warm-up + timed steps); returns the state dicts of the stage modules cut at ``cuts``."""
+    warm-up + timed steps; or the batch of each step in ``batches``); returns the state dicts
+    of the stage modules cut at ``cuts``."""
     spec = load_model(model)
     layers = build_layers(spec, seed)
     opt = torch.optim.SGD(layers.parameters(), lr=lr, momentum=momentum)
-    for step in range(steps):
+    for step in (range(steps) if batches is None else batches):
         x, y = spec.make_batch(B, step)
         loss = spec.loss_sum(layers(x), y) / B
         loss.backward()

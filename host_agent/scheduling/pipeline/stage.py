@@ -49,13 +49,16 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
                   orders_all: Sequence[Sequence[tuple[str, int]]], B: int, x: torch.Tensor | None,
                   y: torch.Tensor | None, loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                   shapes: Sequence[tuple[int, ...]], peers: Sequence[int] | None = None,
-                  clock: list[float] | None = None) -> float:
+                  clock: list[float] | None = None, trace: list | None = None) -> float:
     """Run stage ``rank``'s ops of the plan (every stage's rows and orders: a stage posts its
     receives from what its neighbours will send); returns the summed loss on the last stage
     (0.0 elsewhere). ``x`` is needed on stage 0, ``y`` on the last stage; ``shapes[s]`` is
     stage s's per-sample output shape. ``peers[s]`` is the torch.distributed rank of stage s
     (default: rank s), so a pipeline may be a sub-chain of a larger world. ``clock[0]``, when
-    given, accumulates the seconds spent in this stage's forward and backward computations."""
+    given, accumulates the seconds spent in this stage's forward and backward computations.
+    ``trace``, when given, gets one ``(kind, j, t_take, t_start, t_end, cpu_s)`` per op: when
+    the op began waiting for its input, when its computation started and ended (after the send
+    was posted), on the shared monotonic clock, and the thread CPU seconds of the computation."""
     last = rank == world - 1
     peers = list(range(world)) if peers is None else list(peers)
     tick = time.perf_counter
@@ -70,14 +73,18 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
     saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     pending: list = []
     total = 0.0
+    cpu = time.thread_time
     for kind, j in order:
         a, b = starts[j], starts[j + 1]
+        if trace is not None:
+            tw = tick()
         if kind == "F":
             if rank == 0:
                 inp = x[a:b]
             else:
                 inp = acts.take(a, b).requires_grad_()
-            t0 = tick() if clock is not None else 0.0  # compute only, not the wait for inputs
+            t0 = tick() if clock is not None or trace is not None else 0.0  # compute only, not the wait
+            c0 = cpu() if trace is not None else 0.0
             out = module(inp)
             if last:
                 out = loss_sum(out, y[a:b]) / B
@@ -89,12 +96,12 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
             saved[j] = (inp, out)
         elif kind == "B":
             inp, out = saved.pop(j)
-            t0 = tick() if clock is not None else 0.0
+            g = None if last else grads.take(a, b)
+            t0 = tick() if clock is not None or trace is not None else 0.0
+            c0 = cpu() if trace is not None else 0.0
             if last:
                 out.backward()
             else:
-                g = grads.take(a, b)
-                t0 = tick() if clock is not None else 0.0
                 out.backward(g)
             if clock is not None:
                 clock[0] += tick() - t0
@@ -102,6 +109,8 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
                 pending += isend(inp.grad, a, peers[rank - 1], TAG_GRAD)
         else:
             raise ValueError(f"unknown op {kind!r}")
+        if trace is not None:
+            trace.append((kind, j, tw, t0, tick(), cpu() - c0))
     if saved:
         raise ValueError(f"stage {rank}: forwards without backward: {sorted(saved)}")
     for box in (acts, grads):

@@ -39,6 +39,9 @@ class StageConfig:
     timeout_s: float = 300.0
     out_dir: str = ""
     save_params: bool = False
+    trace: bool = False  # record every op's timestamps (stage.run_iteration's trace) per timed step
+    lead: int = 0  # untimed iterations of a schedule right before each of its timed ones
+    rotate: bool = False  # rotate the order of the schedules from step to step
     runs: list[dict] = field(default_factory=list)  # several schedules in one session (see runs_of)
 
 
@@ -53,16 +56,24 @@ def stage_main(cfg: StageConfig, rank: int) -> None:
         spec = load_model(cfg.model)
         runs = [_Run(cfg, run, spec, rank, world) for run in runs_of(cfg)]
         # interleaved: iteration k of every schedule, then iteration k+1, ... so that a change
-        # in the host's load hits every schedule alike
+        # in the host's load hits every schedule alike; the order rotates from step to step.
+        # With lead > 0 a schedule runs that many untimed iterations right before its timed
+        # one, so the timed iteration starts in the schedule's own steady state (CPU-quota
+        # debts, caches) as in a training run, not in the state the previous schedule left.
+        n = len(runs)
         for step in range(cfg.warmup + cfg.steps):
             x, y = spec.make_batch(cfg.B, step)
-            for r in runs:
-                r.iteration(step, x, y, timed=step >= cfg.warmup)
+            timed = step >= cfg.warmup
+            for i in range(n):
+                r = runs[(i + step) % n] if cfg.rotate else runs[i]
+                for _ in range(cfg.lead if timed else 0):
+                    r.iteration(step, x, y, timed=False)
+                r.iteration(step, x, y, timed=timed)
         results = []
         for i, r in enumerate(runs):
             if cfg.save_params:
                 torch.save(r.module.state_dict(), os.path.join(cfg.out_dir, f"rank{rank}.run{i}.pt"))
-            results.append(dict(times=r.times, losses=r.losses))
+            results.append(dict(times=r.times, losses=r.losses, **(dict(traces=r.traces) if cfg.trace else {})))
         dist.barrier()
         with open(os.path.join(cfg.out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(dict(rank=rank, pid=os.getpid(), runs=results), f)
@@ -98,21 +109,27 @@ class _Run:
             self.shapes = stage_shapes(stages, spec.make_batch(1, 0)[0])
         self.times: list[tuple[float, float]] = []
         self.losses: list[float] = []
+        self.traces: list[list] = []
 
     def iteration(self, step: int, x, y, timed: bool) -> None:
         dist.barrier()
+        trace = [] if self.cfg.trace else None
+        c0 = time.process_time()
         t0 = time.perf_counter()
         if self.torch_step is not None:
             loss = self.torch_step(x, y)
         else:
             loss = run_iteration(self.module, self.rank, self.world, self.rows_all, self.orders_all, self.cfg.B,
-                                 x, y, self.spec.loss_sum, self.shapes)
+                                 x, y, self.spec.loss_sum, self.shapes, trace=trace)
+        t_ops = time.perf_counter()
         self.opt.step()
         self.opt.zero_grad()
         t1 = time.perf_counter()
         if timed:
             self.times.append((t0, t1))
             self.losses.append(loss)
+            if trace is not None:
+                self.traces.append(dict(ops=trace, ops_end=t_ops, cpu_s=time.process_time() - c0))
 
 
 def config_dict(cfg: StageConfig) -> dict:

@@ -21,7 +21,7 @@ from .calibrate import calibrate
 from .fit import fit_knee, fit_line
 from .link import measure_link
 
-DEFAULT_SIZES = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
 def _machine() -> dict:
@@ -39,20 +39,23 @@ def _machine() -> dict:
     return dict(cpu=cpu, cores=os.cpu_count(), torch=torch.__version__, python=platform.python_version())
 
 
-def _profile_device(model: str, q: float | None, sizes, min_s: float, tmp: str) -> dict:
-    out = os.path.join(tmp, f"dev-{cgroups_key(q)}.json")
+def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
+    """Per-layer CPU seconds, measured in a child process. With cgroups available the child
+    runs in a group with the stages' high ``cpu.shares`` and no quota, so other work on the
+    host delays it little (CPU seconds do not count the waits anyway)."""
+    out = os.path.join(tmp, "cpu.json")
     cfg = dict(model=model, sizes=list(sizes), min_s=min_s, out=out, threads=1, cgroup=None)
     groups = cgroups.CpuQuotas(prefix=f"saatp-{os.getpid()}-profile")
     try:
-        if q is not None:
-            cfg["cgroup"] = groups.create(f"q{cgroups_key(q)}", q)
-        path = os.path.join(tmp, f"cfg-{cgroups_key(q)}.json")
+        if cgroups.unavailable_reason() is None:
+            cfg["cgroup"] = groups.create("layers", None)
+        path = os.path.join(tmp, "cfg.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
         r = subprocess.run([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
         if r.returncode:
-            raise RuntimeError(f"profiling at quota {q} failed:\n{r.stdout[-3000:]}")
+            raise RuntimeError(f"profiling the layers failed:\n{r.stdout[-3000:]}")
     finally:
         groups.remove()
     with open(out) as f:
@@ -68,31 +71,30 @@ def cgroups_key(q: float | None) -> str:
     return "none" if q is None else f"{float(q):g}"
 
 
-def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min_s: float = 0.05,
+def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min_s: float = 0.03,
                 link_sizes=(4 << 10, 64 << 10, 512 << 10, 2 << 20), log=print, B: int | None = None,
                 calibrate_steps: int = 3, cuts: list[int] | None = None) -> dict:
-    """Layer profiles per distinct quota, link fit, and (if ``B``) a calibration on real
-    pipeline runs of ``len(quotas)`` stages."""
+    """Layer CPU times, link fit, and (if ``B``) a calibration inside real pipeline runs of
+    ``len(quotas)`` stages on the quotas."""
     spec = load_model(model)
     if any(q is not None for q in quotas):
         why = cgroups.unavailable_reason()
         if why:
             raise RuntimeError(f"CPU quotas unavailable: {why} (use --quota none and no --slow)")
     t0 = time.time()
-    devices = {}
     with tempfile.TemporaryDirectory(prefix="saatp-prof-") as tmp:
-        for q in dict.fromkeys(quotas):
-            log(f"profiling {spec.name} layers at CPU quota {cgroups_key(q)} ...")
-            devices[cgroups_key(q)] = _profile_device(model, q, sizes, min_s, tmp)
+        log(f"profiling {spec.name} layers (CPU seconds per op) ...")
+        cpu = _profile_cpu(model, sizes, min_s, tmp)
     log("measuring activation transfer between two processes ...")
     pts = measure_link(link_sizes)
     lat, per = fit_line([p[0] for p in pts], [p[1] for p in pts])
-    prof = dict(model=model, sizes=list(sizes), threads=1, machine=_machine(), stage_quotas=quotas,
-                devices=devices, link=dict(latency=lat, per_byte=per, points=pts))
+    prof = dict(model=model, format=2, sizes=list(sizes), threads=1, machine=_machine(), stage_quotas=quotas,
+                cfs_period_s=cgroups.CpuQuotas().period_us / 1e6, cpu=cpu,
+                link=dict(latency=lat, per_byte=per, points=pts))
     if B:
-        log(f"calibrating on real {len(quotas)}-stage pipeline runs (B={B}) ...")
+        log(f"calibrating inside real {len(quotas)}-stage pipeline runs (B={B}) ...")
         c = costs.build(prof, B, quotas, cuts)
-        prof["calibration"] = calibrate(c, model, quotas, steps=calibrate_steps)
+        prof["calibration"] = calibrate(c, model, quotas, steps=calibrate_steps, prof=prof)
     prof["seconds"] = time.time() - t0
     return prof
 
@@ -106,8 +108,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="give one stage a different CPU quota (repeatable)")
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)),
                    help="microbatch sizes to time (comma-separated)")
-    p.add_argument("--min-time", type=float, default=0.05,
-                   help="seconds per timing loop (default 0.05: five 10 ms quota periods)")
+    p.add_argument("--min-time", type=float, default=0.03,
+                   help="CPU seconds per timing loop (default 0.03)")
     p.add_argument("--batch", type=int, default=64, help="minibatch size B for the calibration runs (default 64)")
     p.add_argument("--cuts", help="layer cuts for the calibration runs (default: chain DP)")
     p.add_argument("--no-calibrate", action="store_true", help="skip the calibration on real pipeline runs")
@@ -140,17 +142,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     with open(args.out, "w") as f:
         json.dump(prof, f, indent=1)
-    for k, dev in prof["devices"].items():
-        tot = sum(L["fwd"][str(sizes[-1])] + L["bwd"][str(sizes[-1])] for L in dev["layers"])
-        print(f"quota {k}: {len(dev['layers'])} layers, fwd+bwd of b={sizes[-1]}: {tot * 1e3:.1f} ms, "
-              f"per-microbatch overhead {dev['overhead'] * 1e6:.0f} us")
+    L = prof["cpu"]["layers"]
+    tot = sum(x["fwd"][str(sizes[-1])] + x["bwd"][str(sizes[-1])] for x in L)
+    print(f"{len(L)} layers, fwd+bwd of b={sizes[-1]}: {tot * 1e3:.1f} ms CPU, per-microbatch overhead "
+          f"{prof['cpu']['overhead'] * 1e6:.0f} us CPU (tight loop)")
     print(f"link: {prof['link']['latency'] * 1e6:.0f} us + {prof['link']['per_byte'] * 1e9:.2f} ns/byte")
     cal = prof.get("calibration")
     if cal:
-        print(f"calibration (cuts {cal['cuts']}, B={cal['B']}): compute x{cal['compute_scale']:.2f}, "
-              f"+{cal['overhead_extra'] * 1e3:.2f} ms per microbatch op, link latency {cal['link_latency'] * 1e3:.2f} ms, rms error {cal['rms_rel_err'] * 100:.1f}%")
+        print(f"calibration (cuts {cal['cuts']}, B={cal['B']}, quotas {cal['quotas']}): CPU per op inside the pipeline")
+        for s, st in enumerate(cal["stages"]):
+            f, b = st["fwd"], st["bwd"]
+            print(f"  stage {s}: fwd {f['alpha'] * 1e3:.2f} + {f['beta'] * 1e3:.3f}*b ms, bwd {b['alpha'] * 1e3:.2f} + "
+                  f"{b['beta'] * 1e3:.3f}*b ms (knee {f['knee']:g}), per iteration {st['tail'] * 1e3:.2f} ms")
+        print(f"  predicted vs measured iteration times (nothing fitted to them): rms error "
+              f"{cal['rms_rel_err'] * 100:.1f}%, max {cal['max_abs_rel_err'] * 100:.1f}%")
         for p in cal["points"]:
             print(f"  {p['label']:10s} measured {p['measured_s'] * 1e3:7.1f} ms  model {p['before_s'] * 1e3:7.1f} -> "
-                  f"{p['after_s'] * 1e3:7.1f} ms")
+                  f"{p['after_s'] * 1e3:7.1f} ms ({(p['after_s'] / p['measured_s'] - 1) * 100:+.1f}%)")
     print(f"wrote {args.out} ({prof['seconds']:.0f} s)")
     return 0

@@ -2,17 +2,33 @@
 
 Profile JSON (written by :mod:`.cli`)::
 
-    {"model": ..., "sizes": [b...], "threads": 1, "machine": {...},
-     "devices": {"<quota or 'none'>": {"overhead": s,
-                  "layers": [{"name", "fwd": {b: s}, "bwd": {b: s}, "opt": s, "param_bytes",
-                              "out_bytes_per_sample", "stash_bytes_per_sample",
-                              "fit_fwd": {alpha, beta, knee, max_rel_err}, "fit_bwd": {...}}]}},
+    {"model": ..., "format": 2, "sizes": [b...], "threads": 1, "machine": {...},
+     "cfs_period_s": 0.01,
+     "cpu": {"overhead": s,
+             "layers": [{"name", "fwd": {b: s}, "bwd": {b: s}, "opt": s, "param_bytes",
+                         "out_bytes_per_sample", "stash_bytes_per_sample",
+                         "fit_fwd": {alpha, beta, knee, max_rel_err}, "fit_bwd": {...}}]},
      "link": {"latency": s, "per_byte": s, "points": [[bytes, s], ...]},
-     "stage_quotas": [q or null per stage]}
+     "stage_quotas": [q or null per stage],
+     "calibration": {"B", "cuts", "quotas", "stages": [{"fwd": fit, "bwd": fit, "tail": s, ...}],
+                     "points": [...], ...}}
 
-Stage s's forward time of b samples is ``overhead + sum over its layers of fit_fwd(b)`` on the
-device (quota) it runs on, refitted to the cost model's ``alpha + beta * max(b, knee)`` over
-b = 1..B; links are ``latency + per_byte * bytes``; the tail is the layers' optimizer steps.
+All compute times are **CPU seconds** (the work an op needs; a stage's CPU quota decides how
+fast it gets done, see :mod:`..orders`).
+
+A stage's op of b samples costs ``alpha + beta * max(b, knee)`` CPU seconds:
+
+* calibrated (the profile's calibration ran on the same cuts): the fit of the op CPU seconds
+  measured *inside* running pipelines, per stage and direction, plus the stage's other CPU
+  per op (communication threads); the tail is the measured CPU per iteration outside the ops
+  (optimizer step, bookkeeping);
+* otherwise: the sum of its layers' fits plus the profiled per-microbatch overhead, and the
+  layers' optimizer steps as the tail. This misses most of the per-op cost of a running
+  stage (about 1 ms of CPU on the profiled host, against ~0.1 ms in a tight loop).
+
+The cost model holds *fluid* times (CPU seconds / quota) so that every evaluator works;
+``info["cfs"]`` carries the quotas and the period for the simulation of the CFS budget.
+Links are ``latency + per_byte * bytes``.
 """
 
 from __future__ import annotations
@@ -25,6 +41,8 @@ import numpy as np
 from ..costmodel import PipelineCosts
 from .fit import eval_knee, fit_knee
 
+DEFAULT_PERIOD_S = 0.01
+
 
 def quota_key(q: float | None) -> str:
     return "none" if q is None else f"{float(q):g}"
@@ -33,23 +51,22 @@ def quota_key(q: float | None) -> str:
 def load(path: str) -> dict:
     with open(path) as f:
         prof = json.load(f)
-    for k in ("devices", "link", "model"):
+    for k in ("link", "model"):
         if k not in prof:
             raise ValueError(f"{path}: not a saatp profile (no {k!r})")
+    if "cpu" not in prof:
+        raise ValueError(f"{path}: a profile in the old per-quota wall-time format; rerun saatp profile")
     return prof
 
 
-def _device(prof: dict, q: float | None) -> dict:
-    k = quota_key(q)
-    if k not in prof["devices"]:
-        have = ", ".join(prof["devices"])
-        raise ValueError(f"the profile has no measurements for CPU quota {k} (it has {have}); "
-                         f"rerun saatp profile with the same --stages/--slow/--quota")
-    return prof["devices"][k]
+def _speed(q: float | None) -> float:
+    """CPUs a stage gets while busy: its quota (at most one core), 1 without a quota."""
+    return 1.0 if q is None else min(float(q), 1.0)
 
 
-def layer_time(dev: dict, i: int, b, kind: str = "both") -> np.ndarray:
-    L = dev["layers"][i]
+def layer_time(layers: list[dict], i: int, b, kind: str = "both") -> np.ndarray:
+    """CPU seconds of layer i's forward / backward / both for microbatch size(s) b."""
+    L = layers[i]
     f = eval_knee(L["fit_fwd"], b)
     g = eval_knee(L["fit_bwd"], b)
     return f if kind == "fwd" else g if kind == "bwd" else f + g
@@ -57,15 +74,16 @@ def layer_time(dev: dict, i: int, b, kind: str = "both") -> np.ndarray:
 
 def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int) -> list[int]:
     """Contiguous split of the layers over the stages (in order) minimising the slowest stage's
-    forward + backward time of the whole minibatch (chain DP)."""
+    forward + backward time of the whole minibatch at its quota (chain DP)."""
     S = len(quotas)
-    L = len(prof["devices"][next(iter(prof["devices"]))]["layers"])
+    layers = prof["cpu"]["layers"]
+    L = len(layers)
     if not 1 <= S <= L:
         raise ValueError(f"cannot split {L} layers into {S} stages")
-    cost = np.zeros((S, L + 1))  # prefix sums of per-layer time on stage s's device
+    per = np.array([float(layer_time(layers, i, B)) for i in range(L)])
+    cost = np.zeros((S, L + 1))  # prefix sums of per-layer time on stage s
     for s, q in enumerate(quotas):
-        dev = _device(prof, q)
-        cost[s, 1:] = np.cumsum([float(layer_time(dev, i, B)) for i in range(L)])
+        cost[s, 1:] = np.cumsum(per) / _speed(q)
     INF = float("inf")
     best = np.full((S + 1, L + 1), INF)
     arg = np.zeros((S + 1, L + 1), dtype=int)
@@ -83,57 +101,66 @@ def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int) -> list[int]
     return cuts[::-1]
 
 
+def layer_stage_cpu(prof: dict, lo: int, hi: int, B: int) -> dict:
+    """Uncalibrated CPU curves of a stage holding layers [lo, hi): the sum of the layers' fits
+    plus the profiled per-microbatch overhead, refitted to ``alpha + beta * max(b, knee)`` over
+    b = 1..B (one knee for both directions), and the layers' optimizer steps as the tail."""
+    layers = prof["cpu"]["layers"]
+    bs = np.arange(1, B + 1)
+    over = float(prof["cpu"].get("overhead", 0.0))
+    tf = over / 2 + sum(layer_time(layers, i, bs, "fwd") for i in range(lo, hi))
+    tb = over / 2 + sum(layer_time(layers, i, bs, "bwd") for i in range(lo, hi))
+    ff = fit_knee(bs, tf)
+    z = np.maximum(bs, ff["knee"])
+    c1, c0 = np.polyfit(z, tb, 1)
+    fb = dict(alpha=max(float(c0), 0.0), beta=max(float(c1), 0.0), knee=ff["knee"])
+    return dict(fwd=ff, bwd=fb, tail=sum(float(layers[i]["opt"]) for i in range(lo, hi)))
+
+
 def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int] | None = None,
           optimizer_state_factor: float = 3.0, calibrated: bool = True) -> PipelineCosts:
     """Cost model for stages on the given quotas (``cuts`` chosen by :func:`choose_cuts` if
-    None). ``info`` records cuts, quotas, per-stage static memory (parameters, gradients and
-    the optimizer's momentum: ``optimizer_state_factor`` x parameter bytes) and stashed bytes
-    per sample, for memory limits."""
+    None). ``info`` records cuts, quotas, the CFS budget, per-stage static memory (parameters,
+    gradients and the optimizer's momentum: ``optimizer_state_factor`` x parameter bytes) and
+    stashed bytes per sample, for memory limits."""
     S = len(quotas)
-    cal = prof.get("calibration")
-    if cuts is None and cal and cal.get("B") == B and cal.get("quotas") == list(quotas):
+    quotas = list(quotas)
+    cal = prof.get("calibration") if calibrated else None
+    if cuts is None and cal and len(cal.get("cuts", [])) == S - 1:
         cuts = cal["cuts"]  # the split the calibration ran on
     cuts = list(choose_cuts(prof, quotas, B) if cuts is None else cuts)
-    L = len(prof["devices"][next(iter(prof["devices"]))]["layers"])
+    layers = prof["cpu"]["layers"]
+    L = len(layers)
     bounds = [0, *cuts, L]
     if len(bounds) != S + 1 or any(b <= a for a, b in zip(bounds, bounds[1:])):
         raise ValueError(f"cuts {cuts} do not split {L} layers into {S} stages")
-    bs = np.arange(1, B + 1)
+    use_cal = bool(cal) and list(cal.get("cuts", [])) == cuts and len(cal.get("stages", [])) == S
     lat, per = float(prof["link"]["latency"]), float(prof["link"]["per_byte"])
     fa, fb, ba, bb, kn, sl, sb, tail, static, stash, names = ([] for _ in range(11))
     for s, q in enumerate(quotas):
-        dev = _device(prof, q)
         lo, hi = bounds[s], bounds[s + 1]
-        layers = dev["layers"][lo:hi]
-        over = float(dev["overhead"])
-        tf = over / 2 + sum(layer_time(dev, i, bs, "fwd") for i in range(lo, hi))
-        tb = over / 2 + sum(layer_time(dev, i, bs, "bwd") for i in range(lo, hi))
-        ff, fbw = fit_knee(bs, tf), fit_knee(bs, tb)
-        # one knee per stage in the cost model: refit backward with forward's knee
-        z = np.maximum(bs, ff["knee"])
-        c1, c0 = np.polyfit(z, tb, 1)
-        fa.append(ff["alpha"])
-        fb.append(ff["beta"])
-        ba.append(max(float(c0), 0.0))
-        bb.append(max(float(c1), 0.0))
-        kn.append(ff["knee"])
-        out_b = float(layers[-1]["out_bytes_per_sample"])
+        st = cal["stages"][s] if use_cal else layer_stage_cpu(prof, lo, hi, B)
+        v = _speed(q)
+        knee = float(st["fwd"]["knee"])
+        fa.append(float(st["fwd"]["alpha"]) / v)
+        fb.append(float(st["fwd"]["beta"]) / v)
+        # the cost model has one knee per stage: backward is evaluated with forward's knee
+        ba.append(float(st["bwd"]["alpha"]) / v)
+        bb.append(float(st["bwd"]["beta"]) / v)
+        kn.append(knee)
+        tail.append(float(st["tail"]) / v)
+        out_b = float(layers[hi - 1]["out_bytes_per_sample"])
         sl.append(lat)
         sb.append(per * out_b)
-        tail.append(sum(float(l["opt"]) for l in layers))
-        static.append(optimizer_state_factor * sum(float(l["param_bytes"]) for l in layers))
-        stash.append(sum(float(l["stash_bytes_per_sample"]) for l in layers))
+        static.append(optimizer_state_factor * sum(float(l["param_bytes"]) for l in layers[lo:hi]))
+        stash.append(sum(float(l["stash_bytes_per_sample"]) for l in layers[lo:hi]))
         names.append(f"q{quota_key(q)}[{lo}:{hi}]")
-        del fbw
-    cal = prof.get("calibration") if calibrated else None
-    if cal:  # compute factor, extra per-microbatch overhead and link latency fitted on real runs
-        k, x = cal.get("compute_scale", 1.0), cal["overhead_extra"]
-        fa, fb = [a * k + x for a in fa], [b * k for b in fb]
-        ba, bb = [a * k + x for a in ba], [b * k for b in bb]
-        tail = [t * k for t in tail]
-        sl = [cal["link_latency"]] * S
-    info = dict(workload=prof["model"], cuts=cuts, quotas=list(quotas), static_bytes=static,
-                stash_bytes_per_sample=stash, profile=True, calibrated=bool(cal))
+    if use_cal and cal.get("link_latency") is not None:
+        sl = [float(cal["link_latency"])] * S
+    info = dict(workload=prof["model"], cuts=cuts, quotas=quotas, static_bytes=static,
+                stash_bytes_per_sample=stash, profile=True, calibrated=use_cal)
+    if any(q is not None and q < 1.0 for q in quotas):
+        info["cfs"] = dict(quota=quotas, period_s=float(prof.get("cfs_period_s", DEFAULT_PERIOD_S)))
     return PipelineCosts.from_arrays(B, fa, fb, ba, bb, kn, sl, sb, None, None, tail, names=names, info=info)
 
 

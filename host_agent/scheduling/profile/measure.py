@@ -2,8 +2,10 @@
 samples, for several b; the optimizer step per layer; bytes stashed for backward and sent
 to the next stage, per sample.
 
-Under a CPU quota a process runs in slices, so a layer is timed as the mean over a loop that
-lasts at least ``min_s`` (several quota periods), not as the minimum of a few calls.
+Times are **CPU seconds** of the calling thread (``time.thread_time``), the mean over a loop
+of at least ``min_s`` CPU seconds: the work an op needs, independent of a CPU quota (the cost
+model turns CPU seconds into wall time with the stage's CFS budget, see
+:mod:`..orders`) and little disturbed by other processes on a busy host.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from ..pipeline.models import ModelSpec, build_layers
 
 
 def _loop_time(fn, min_s: float, max_reps: int = 1000) -> float:
+    """Mean CPU seconds of ``fn()`` over a loop of at least ``min_s`` CPU seconds."""
     fn()  # warm-up (allocations, lazy init)
-    n, t0 = 0, time.perf_counter()
+    n, t0 = 0, time.thread_time()
     while True:
         fn()
         n += 1
-        el = time.perf_counter() - t0
+        el = time.thread_time() - t0
         if el >= min_s or n >= max_reps:
             return el / n
 
@@ -87,8 +90,9 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
 
 
 def microbatch_overhead(min_s: float = 0.2) -> float:
-    """Seconds of fixed per-microbatch work outside the layers in a stage process: slicing,
-    the autograd bookkeeping of a tiny forward + backward, the loss of one sample."""
+    """CPU seconds of fixed per-microbatch work outside the layers in a stage process:
+    slicing, the autograd bookkeeping of a tiny forward + backward, the loss of one sample.
+    (A lower bound: in a running pipeline the calibration measures about ten times this.)"""
     lin = nn.Linear(1, 1)
     x = torch.randn(4, 1)
 
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         cgroups.join(cfg["cgroup"])
     torch.set_num_threads(int(cfg.get("threads", 1)))
     res = profile_layers(load_model(cfg["model"]), cfg["sizes"], cfg["min_s"])
-    res["overhead"] = microbatch_overhead(max(0.2, cfg["min_s"]))  # tiny op: many quota periods
+    res["overhead"] = microbatch_overhead(max(0.2, cfg["min_s"]))
     with open(cfg["out"], "w") as f:
         json.dump(res, f)
     return 0

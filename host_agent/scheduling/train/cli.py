@@ -1,24 +1,34 @@
 """``saatp train pipeline``: real pipeline training on one process per stage, each in its own
 CPU-quota cgroup, with the measured iteration time next to the cost model's prediction.
 
-    saatp train pipeline --model vgg-mini --stages 4 --slow 2:0.25 --schedule all --steps 5 --json out.json
+    saatp train pipeline --model vgg-mini --stages 4 --slow 2:0.25 --schedule all --steps 15 --json out.json
 
-Schedules: ``umpipe`` (the plan-family winner: unequal microbatches per stage, fill-drain or
-1F1B order), ``gpipe`` / ``1f1b`` (our runtime, M equal microbatches), ``torch-gpipe`` /
+Schedules: ``umpipe`` (the plan family: unequal microbatches per stage, fill-drain or 1F1B
+order), ``gpipe`` / ``1f1b`` (our runtime, M equal microbatches), ``torch-gpipe`` /
 ``torch-1f1b`` (torch.distributed.pipelining's ScheduleGPipe / Schedule1F1B), or ``all``.
-With ``--microbatches best`` (default) each baseline runs every candidate M (divisors of B up
-to ``--mmax``, plus the cost model's best M) and reports its best *measured* M. All schedules
-of one command run in the same processes on the same stage split, one after the other, each
-from the same initial weights. The cost model comes from ``--profile FILE`` (``saatp profile``)
-or, without it, from a profile measured first.
+All schedules run in the same processes on the same stage split, each from the same initial
+weights, interleaved step by step (the order rotating), each timed iteration right after an
+untimed one of the same schedule (``--lead``).
+
+The same budget for every method (``--candidates K``, default 3): each method measures its K
+best candidates *by the cost model* -- GPipe and 1F1B their K best M (torch's schedules: among
+the M that divide B), UMPIPE its K best distinct plans -- for ``--tune-steps`` iterations, and
+keeps its best measured one. The winners are then measured again in a fresh session for
+``--steps`` iterations: those are the reported figures, so picking the minimum of noisy
+tuning measurements favours no method. ``--candidates 1`` takes every method's model choice.
+The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a
+profile measured first.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
+import statistics
 import sys
+import time
 
 from ..costmodel import equal_sizes
 from ..profile import cli as profile_cli
@@ -30,46 +40,45 @@ from ..pipeline.worker import StageConfig
 from ..umpipe import family
 
 SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
+BASELINES = SCHEDULES[1:]
 
 
-def _baseline_ms(B: int, mmax: int, model_best: int | None, divisors_only: bool) -> list[int]:
-    ms = {m for m in range(1, min(B, mmax) + 1) if B % m == 0}
-    if model_best and not divisors_only:
-        ms.add(model_best)
-    return sorted(ms)
-
-
-def build_runs(costs, fam: family.PlanFamily, schedules: list[str], M: int | None, mmax: int,
-               limit=None) -> list[dict]:
-    """The runs of one session, each with the cost model's predicted time and memory."""
+def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, mmax: int,
+                   M: int | None = None, limit=None) -> list[dict]:
+    """Each method's ``k`` best candidates by the cost model, each with its predicted time and
+    memory. With ``M`` the baselines run that microbatch count only."""
     B, S = costs.B, costs.S
     runs = []
     for sch in schedules:
         if sch == "umpipe":
             if fam.best is None:
                 raise ValueError("no UMPIPE plan fits the memory limits")
-            # the winner of each order family (the baselines get their best of several M too)
-            for c in [x for x in (fam.fill_drain, fam.one_f_one_b) if x is not None and x.fits]:
-                runs.append(dict(schedule="ours", label=f"umpipe {c.kind}", family="umpipe", rows=c.rows,
-                                 orders=c.orders, predicted_s=c.predicted_s, peak_samples=c.peak_samples,
-                                 memory_bytes=c.memory_bytes))
+            for i, c in enumerate(fam.top[:k] or [fam.best]):
+                runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,
+                                 rows=c.rows, orders=c.orders, predicted_s=c.predicted_s,
+                                 peak_samples=c.peak_samples, memory_bytes=c.memory_bytes,
+                                 equal=len({tuple(r) for r in c.rows}) == 1 and len(set(c.rows[0])) <= 2
+                                 and max(c.rows[0]) - min(c.rows[0]) <= 1))
             continue
         kind = "fill-drain" if sch in ("gpipe", "torch-gpipe") else "1f1b"
-        best = fam.gpipe_best if kind == "fill-drain" else fam.f1b_best
-        ms = [M] if M else _baseline_ms(B, mmax, len(best.rows[0]) if best is not None else None,
-                                        sch in TORCH_SCHEDULES)
+        if M:
+            ms = [M]
+        else:
+            ms = [m for m in range(1, min(B, mmax) + 1)
+                  if (sch not in TORCH_SCHEDULES or B % m == 0) and (sch != "torch-1f1b" or m >= S)]
+        cands = []
         for m in ms:
             if sch in TORCH_SCHEDULES and B % m:
                 raise ValueError(f"{sch}: M={m} must divide B={B}")
             if sch == "torch-1f1b" and m < S:
-                if M:
-                    raise ValueError(f"torch-1f1b needs M >= stages ({S}), got M={m}")
-                continue  # torch's Schedule1F1B rejects fewer microbatches than stages
+                raise ValueError(f"torch-1f1b needs M >= stages ({S}), got M={m}")
             rows = [equal_sizes(B, m)] * S
             cand = family.evaluate(costs, rows, kind, limit=limit)
-            if not cand.fits:
-                continue
-            run = dict(label=f"{sch} M={m}", family=sch, M=m, predicted_s=cand.predicted_s,
+            if cand.fits:
+                cands.append((cand.predicted_s, m, rows, cand))
+        cands.sort(key=lambda x: x[0])
+        for pred, m, rows, cand in cands[:k]:
+            run = dict(label=f"{sch} M={m}", family=sch, kind=kind, M=m, predicted_s=pred,
                        peak_samples=cand.peak_samples, memory_bytes=cand.memory_bytes)
             if sch in TORCH_SCHEDULES:
                 run["schedule"] = sch
@@ -79,27 +88,40 @@ def build_runs(costs, fam: family.PlanFamily, schedules: list[str], M: int | Non
     return runs
 
 
+def _spread(xs: list[float]) -> dict:
+    s = sorted(xs)
+    q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0]] * 3
+    return dict(median_s=statistics.median(s), q1_s=q[0], q3_s=q[2], min_s=s[0], max_s=s[-1], n=len(s))
+
+
 def summarize(runs: list[dict], measured: list[dict]) -> dict:
     rows = []
     for r, m in zip(runs, measured):
-        err = (r["predicted_s"] - m["median_s"]) / m["median_s"] * 100
-        rows.append(dict(label=r["label"], family=r["family"], measured_s=m["median_s"], iterations_s=m["iteration_s"],
-                         predicted_s=r["predicted_s"], error_pct=err, loss=m["losses"][-1] if m["losses"] else None,
-                         rows=r.get("rows"), M=r.get("M")))
+        sp = _spread(m["iteration_s"])
+        rows.append(dict(label=r["label"], family=r["family"], measured_s=sp["median_s"], spread=sp,
+                         iterations_s=m["iteration_s"], predicted_s=r["predicted_s"],
+                         error_pct=(r["predicted_s"] - sp["median_s"]) / sp["median_s"] * 100,
+                         loss=m["losses"][-1] if m["losses"] else None, rows=r.get("rows"), M=r.get("M"),
+                         kind=r.get("kind"), equal=r.get("equal")))
     best = {}
     for r in rows:
         f = r["family"]
         if f not in best or r["measured_s"] < best[f]["measured_s"]:
             best[f] = r
-    out = dict(runs=rows, best_by_schedule={k: dict(label=v["label"], measured_s=v["measured_s"],
-                                                     predicted_s=v["predicted_s"], error_pct=v["error_pct"])
+    out = dict(runs=rows, best_by_schedule={k: dict(label=v["label"], measured_s=v["measured_s"], spread=v["spread"],
+                                                     predicted_s=v["predicted_s"], error_pct=v["error_pct"],
+                                                     M=v["M"], rows=v["rows"], equal=v.get("equal"))
                                             for k, v in best.items()})
     if "umpipe" in best and len(best) > 1:
+        u = best["umpipe"]
         others = [v for k, v in best.items() if k != "umpipe"]
         b = min(others, key=lambda v: v["measured_s"])
-        out["umpipe_vs_best_baseline"] = dict(baseline=b["label"], baseline_s=b["measured_s"],
-                                              umpipe_s=best["umpipe"]["measured_s"],
-                                              speedup_pct=(b["measured_s"] / best["umpipe"]["measured_s"] - 1) * 100)
+        paired = [bi / ui for bi, ui in zip(b["iterations_s"], u["iterations_s"])]
+        out["umpipe_vs_best_baseline"] = dict(
+            baseline=b["label"], baseline_s=b["measured_s"], umpipe_s=u["measured_s"], umpipe_label=u["label"],
+            umpipe_equal=u.get("equal"), speedup_pct=(b["measured_s"] / u["measured_s"] - 1) * 100,
+            paired_median_pct=(statistics.median(paired) - 1) * 100,
+            steps_won=sum(p > 1 for p in paired), steps=len(paired))
     return out
 
 
@@ -113,12 +135,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slow", action="append", default=[], metavar="STAGE:QUOTA",
                    help="give one stage a different CPU quota, e.g. 2:0.2 (repeatable)")
     p.add_argument("--batch", type=int, default=64, help="minibatch size B (default 64)")
-    p.add_argument("--steps", type=int, default=5, help="timed iterations per schedule (default 5)")
+    p.add_argument("--steps", type=int, default=15, help="timed iterations per schedule, reported (default 15)")
+    p.add_argument("--candidates", type=int, default=3,
+                   help="candidates per method, the model's best, measured in a tuning session (default 3; "
+                        "1 = every method takes its model choice, no tuning session)")
+    p.add_argument("--tune-steps", type=int, default=5, help="timed iterations per candidate when tuning (default 5)")
+    p.add_argument("--lead", type=int, default=1,
+                   help="untimed iterations of a schedule right before each timed one (default 1)")
     p.add_argument("--warmup", type=int, default=1, help="untimed iterations first (default 1)")
-    p.add_argument("--microbatches", default="best", help="M for the baselines, or 'best' (measured sweep)")
+    p.add_argument("--microbatches", default="best", help="M for the baselines, or 'best' (tuned as above)")
     p.add_argument("--mmax", type=int, default=16, help="most microbatches per stage (default 16)")
     p.add_argument("--profile", metavar="FILE", help="profile from saatp profile (default: profile now)")
-    p.add_argument("--cuts", help="layer cuts, comma-separated (default: chain DP on the profile)")
+    p.add_argument("--cuts", help="layer cuts, comma-separated (default: the calibration's, else chain DP)")
     p.add_argument("--memory-limit", type=float, metavar="MB", help="per-stage memory limit for plans")
     p.add_argument("--backend", default="gloo", help="torch.distributed backend (gloo or saatp)")
     p.add_argument("--seed", type=int, default=0)
@@ -127,16 +155,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _print(out: dict) -> None:
     print(f"{out['model']}: {out['stages']} stages, B={out['B']}, cuts {out['cuts']}, CPU quotas "
-          f"{['none' if q is None else q for q in out['quotas']]}")
-    print(f"{'schedule':22s} {'measured ms':>12s} {'predicted ms':>13s} {'error':>7s}  microbatches")
+          f"{['none' if q is None else q for q in out['quotas']]}, load average {out['load_average']}")
+    if out.get("tuning"):
+        print(f"tuning ({out['candidates']} candidates per method, {out['tune_steps']} iterations each):")
+        for r in out["tuning"]["runs"]:
+            print(f"  {r['label']:22s} {r['measured_s'] * 1e3:8.1f} ms  (model {r['predicted_s'] * 1e3:7.1f}, "
+                  f"{r['error_pct']:+5.1f}%)")
+    print(f"{'schedule':22s} {'measured ms':>12s} {'q1..q3':>15s} {'predicted ms':>13s} {'error':>7s}  microbatches")
     for r in out["summary"]["runs"]:
         mb = " | ".join(",".join(map(str, x)) for x in r["rows"]) if r["rows"] else f"{r['M']} equal"
-        print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {r['predicted_s'] * 1e3:13.1f} "
-              f"{r['error_pct']:+6.1f}%  {mb}")
+        sp = r["spread"]
+        print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
+              f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
     v = out["summary"].get("umpipe_vs_best_baseline")
     if v:
         print(f"UMPIPE {v['umpipe_s'] * 1e3:.1f} ms vs best baseline {v['baseline']} {v['baseline_s'] * 1e3:.1f} ms: "
-              f"{v['speedup_pct']:+.1f}%")
+              f"{v['speedup_pct']:+.1f}% (paired per step: median {v['paired_median_pct']:+.1f}%, faster in "
+              f"{v['steps_won']}/{v['steps']} steps)" + (" -- UMPIPE's plan is an equal split" if v.get("umpipe_equal") else ""))
+
+
+def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
+    cfg = StageConfig(model=args.model, cuts=costs.info["cuts"], B=args.batch, steps=steps,
+                      warmup=args.warmup, schedule="ours", backend=args.backend, seed=args.seed,
+                      lead=args.lead, rotate=True,
+                      runs=[{k: v for k, v in r.items() if k in ("schedule", "rows", "orders", "M", "label")}
+                            for r in runs])
+    n = len(runs) * (args.warmup + steps * (1 + args.lead))
+    print(f"running {len(runs)} schedule(s) x ({args.warmup} + {steps} x {1 + args.lead}) iterations ...", flush=True)
+    return launch.run(cfg, quotas=list(quotas), timeout_s=max(600.0, 3.0 * n))["runs"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
         M = None if args.microbatches == "best" else int(args.microbatches)
-        if args.steps < 1 or args.batch < 1 or args.mmax < 1:
-            raise ValueError("--steps, --batch and --mmax must be >= 1")
+        if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or args.lead < 0:
+            raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead >= 0")
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
@@ -158,22 +204,34 @@ def run(args: argparse.Namespace) -> int:
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         costs = profile_costs.build(prof, args.batch, quotas, cuts)
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
-        fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False)
-        runs = build_runs(costs, fam, schedules, M, args.mmax, limit)
+        t0 = time.time()
+        fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,
+                          top=max(args.candidates, 1))
+        plan_s = time.time() - t0
+        runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit)
         if not runs:
             raise ValueError("no schedule fits the memory limits")
-        cfg = StageConfig(model=args.model, cuts=costs.info["cuts"], B=args.batch, steps=args.steps,
-                          warmup=args.warmup, schedule="ours", backend=args.backend, seed=args.seed,
-                          runs=[{k: v for k, v in r.items() if k in ("schedule", "rows", "orders", "M", "label")}
-                                for r in runs])
-        print(f"running {len(runs)} schedule(s) x {args.warmup}+{args.steps} iterations ...", flush=True)
-        res = launch.run(cfg, quotas=[q for q in quotas])
+        load = [round(x, 2) for x in os.getloadavg()]
+        tuning = None
+        if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
+            tuned = _session(costs, args, runs, args.tune_steps, quotas)
+            tuning = summarize(runs, tuned)
+            keep = {}
+            for r, t in zip(runs, tuning["runs"]):
+                if r["family"] not in keep or t["measured_s"] < keep[r["family"]][1]:
+                    keep[r["family"]] = (r, t["measured_s"])
+            runs = [keep[f][0] for f in dict.fromkeys(r["family"] for r in runs)]
+        final = _session(costs, args, runs, args.steps, quotas)
+        load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:
         print(f"saatp train pipeline: {e}", file=sys.stderr)
         return 2
     out = dict(model=args.model, stages=args.stages, B=args.batch, quotas=quotas, cuts=costs.info["cuts"],
-               backend=args.backend, steps=args.steps, warmup=args.warmup, machine=prof.get("machine"),
-               profile=args.profile, plan=fam.public(), summary=summarize(runs, res["runs"]))
+               backend=args.backend, steps=args.steps, warmup=args.warmup, lead=args.lead,
+               candidates=args.candidates, tune_steps=args.tune_steps, machine=prof.get("machine"),
+               calibrated=costs.info.get("calibrated"), profile=args.profile, plan_seconds=plan_s,
+               load_average=dict(before_1_5_15=load[:3], after_1_5_15=load[3:]),
+               plan=fam.public(), tuning=tuning, summary=summarize(runs, final))
     _print(out)
     if args.json:
         with open(args.json, "w") as f:

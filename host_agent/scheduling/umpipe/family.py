@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from ..costmodel import PipelineCosts, equal_sizes
-from ..orders import schedule
+from ..orders import PHASE_DRAWS, CpuBandwidth, expected_makespan, schedule
 from .dgap import DGAP
 
 
@@ -60,15 +60,18 @@ def memory_of(costs: PipelineCosts, peak: Sequence[int]) -> list[float] | None:
 
 
 def evaluate(costs: PipelineCosts, rows, kind: str, method: str = "", cap=None,
-             limit: Sequence[float] | None = None) -> Candidate:
+             limit: Sequence[float] | None = None, draws: int = PHASE_DRAWS) -> Candidate:
+    """Generate the plan's op orders and predict its iteration time (for CPU-quota stages the
+    mean over ``draws`` period-phase draws, see :func:`..orders.expected_makespan`)."""
     r = schedule(costs, rows, kind, cap=cap)
+    t = r.makespan if CpuBandwidth.of(costs) is None else expected_makespan(costs, rows, r.orders, draws)
     mem = memory_of(costs, r.peak_samples)
     fits = True
     if limit is not None:
         if mem is None:
             raise ValueError("memory limits need a cost model with memory figures (from a profile)")
         fits = all(m <= l for m, l in zip(mem, limit))
-    return Candidate(method or kind, kind, [list(map(int, x)) for x in rows], r.orders, r.makespan,
+    return Candidate(method or kind, kind, [list(map(int, x)) for x in rows], r.orders, t,
                      r.peak_samples, mem, fits, None if cap is None else list(cap))
 
 
@@ -83,11 +86,48 @@ def best_of(cands: Sequence[Candidate]) -> Candidate | None:
     return min(ok, key=lambda c: c.predicted_s) if ok else None
 
 
-def _moves(rows: list[list[int]], cap: list[int], rng: np.random.Generator, mmax: int):
+def ramp(B: int, M: int, r: float) -> list[int]:
+    """B split into M microbatches with sizes growing (r > 1) or shrinking (r < 1)
+    geometrically by r, each >= 1."""
+    w = np.array([r ** j for j in range(M)], dtype=float)
+    x = np.maximum(1, np.floor(w / w.sum() * B)).astype(int)
+    i = 0
+    while x.sum() < B:  # hand out the rounding remainder, largest microbatches first
+        x[np.argsort(-w)[i % M]] += 1
+        i += 1
+    while x.sum() > B:
+        j = int(np.argmax(x))
+        x[j] -= 1
+    return [int(v) for v in x]
+
+
+def shaped_rows(B: int, mmax: int) -> list[list[int]]:
+    """Shared-row seeds: ramps up and down and humps (small first and last microbatches fill
+    and drain the pipeline sooner, large ones in between pay fewer per-microbatch costs)."""
+    out = []
+    for M in range(3, min(mmax, B) + 1):
+        for r in (0.6, 0.8, 1.25, 1.6):
+            out.append(ramp(B, M, r))
+        if M >= 4 and B >= 2 * M:
+            h = max(1, B // (2 * M))
+            mid = equal_sizes(B - 2 * h, M - 2)
+            out.append([h, *mid, h])
+    seen, uniq = set(), []
+    for r in out:
+        if tuple(r) not in seen and len(r) <= mmax:
+            seen.add(tuple(r))
+            uniq.append(r)
+    return uniq
+
+
+def _moves(rows: list[list[int]], cap: list[int], rng: np.random.Generator, mmax: int, with_cap: bool = True):
+    """A random neighbour (rows, cap) or None: one move on one stage's row, or (one time in
+    three, when every stage has the same row) the same move on all stages."""
     S = len(rows)
     s = int(rng.integers(0, S))
+    shared = all(list(r) == list(rows[0]) for r in rows) and rng.random() < 1 / 3
     r = list(rows[s])
-    op = int(rng.integers(0, 5))
+    op = int(rng.integers(0, 5 if with_cap else 4))
     new_cap = list(cap)
     if op == 0 and len(r) >= 2:  # shift samples between adjacent microbatches
         i = int(rng.integers(0, len(r) - 1))
@@ -112,48 +152,107 @@ def _moves(rows: list[list[int]], cap: list[int], rng: np.random.Generator, mmax
         if m > sum(r):
             return None
         r = equal_sizes(sum(r), m)
-    else:  # in-flight cap
+    elif op == 4:  # in-flight cap
         new_cap[s] = max(1, cap[s] + (1 if rng.random() < 0.5 else -1))
+        return [list(x) for x in rows], new_cap
+    else:
+        return None
+    if shared:
+        return [list(r) for _ in range(S)], new_cap
     out = [list(x) for x in rows]
     out[s] = r
     return out, new_cap
 
 
+SEARCH_DRAWS = 4  # phase draws per evaluation during the search (the final ranking uses PHASE_DRAWS)
+
+
+class _Search:
+    """Local search of one order family; remembers every plan it scored."""
+
+    def __init__(self, costs: PipelineCosts, kind: str, mmax: int, limit, seed: int):
+        self.costs, self.kind, self.mmax, self.limit = costs, kind, mmax, limit
+        self.rng = np.random.default_rng(seed)
+        self.default_cap = [costs.S - s for s in range(costs.S)]
+        self.seen: dict[tuple, float] = {}
+        self.best: tuple | None = None  # (score, rows, cap)
+
+    def key(self, rows, cap) -> tuple:
+        return (tuple(tuple(r) for r in rows), tuple(cap) if self.kind == "1f1b" else ())
+
+    def score(self, rows, cap=None) -> float:
+        cap = list(self.default_cap if cap is None else cap)
+        k = self.key(rows, cap)
+        if k not in self.seen:
+            c = evaluate(self.costs, rows, self.kind, cap=cap if self.kind == "1f1b" else None, limit=self.limit,
+                         draws=SEARCH_DRAWS)
+            self.seen[k] = c.predicted_s if c.fits else float("inf")
+        f = self.seen[k]
+        if self.best is None or f < self.best[0] * (1 - 1e-9):
+            self.best = (f, [list(r) for r in rows], cap)
+        return f
+
+    def coordinate_descent(self, rounds: int = 2) -> None:
+        S, B = self.costs.S, self.costs.B
+        for _ in range(rounds):
+            for s in range(S):
+                for M in range(1, min(B, self.mmax) + 1):
+                    rows = [list(x) for x in self.best[1]]
+                    rows[s] = equal_sizes(B, M)
+                    self.score(rows, self.best[2])
+
+    def local(self, evals: int) -> None:
+        n = tries = 0
+        while n < evals and tries < 20 * evals:
+            tries += 1
+            mv = _moves(self.best[1], self.best[2], self.rng, self.mmax, with_cap=self.kind == "1f1b")
+            if mv is None:
+                continue
+            if self.key(*mv) in self.seen:
+                continue
+            n += 1
+            self.score(*mv)
+
+    def top(self, k: int, method: str) -> list[Candidate]:
+        """The k best distinct plans seen, re-scored with every phase draw."""
+        ranked = sorted(((f, key) for key, f in self.seen.items() if np.isfinite(f)), key=lambda x: x[0])
+        out, orders = [], set()
+        for _, (rows, cap) in ranked:
+            if len(out) >= k:
+                break
+            c = evaluate(self.costs, [list(r) for r in rows], self.kind, method,
+                         cap=list(cap) if self.kind == "1f1b" else None, limit=self.limit)
+            o = (tuple(map(tuple, c.rows)), tuple(tuple(x) for x in c.orders))
+            if c.fits and o not in orders:  # caps that give the same orders are the same plan
+                orders.add(o)
+                out.append(c)
+        return sorted(out, key=lambda c: c.predicted_s)
+
+
 def search_1f1b(costs: PipelineCosts, mmax: int, limit=None, starts: Sequence[list[list[int]]] = (),
-                evals: int = 1500, seed: int = 0) -> Candidate | None:
+                evals: int = 1500, seed: int = 0, top: int = 1) -> Candidate | None | list[Candidate]:
+    """Unequal microbatches under the 1F1B order: every equal split, shaped shared rows and
+    ``starts``, then per-stage coordinate descent on microbatch counts and local search
+    (shift, split, merge, re-split, in-flight cap). Returns the best plan (or the ``top``
+    best distinct plans as a list when ``top`` > 1)."""
+    return _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, top)
+
+
+def _family_search(costs, kind, mmax, limit, starts, evals, seed, top):
     S, B = costs.S, costs.B
-    rng = np.random.default_rng(seed)
-    default_cap = [S - s for s in range(S)]
-
-    def score(rows, cap):
-        c = evaluate(costs, rows, "1f1b", "UMPIPE 1F1B", cap=cap, limit=limit)
-        return (c.predicted_s if c.fits else float("inf")), c
-
-    best = None
-    pool = [[equal_sizes(B, M)] * S for M in range(1, min(B, mmax) + 1)] + [list(map(list, r)) for r in starts]
-    for rows in pool:
-        f, c = score(rows, default_cap)
-        if best is None or f < best[0]:
-            best = (f, rows, default_cap, c)
-    # coordinate descent on per-stage microbatch counts
-    for _ in range(2):
-        for s in range(S):
-            for M in range(1, min(B, mmax) + 1):
-                rows = [list(x) for x in best[1]]
-                rows[s] = equal_sizes(B, M)
-                f, c = score(rows, best[2])
-                if f < best[0]:
-                    best = (f, rows, best[2], c)
-    n = 0
-    while n < evals:
-        mv = _moves(best[1], best[2], rng, mmax)
-        if mv is None:
-            continue
-        n += 1
-        f, c = score(*mv)
-        if f < best[0] * (1 - 1e-9):
-            best = (f, mv[0], mv[1], c)
-    return best[3] if np.isfinite(best[0]) else None
+    sr = _Search(costs, kind, mmax, limit, seed)
+    for rows in [[equal_sizes(B, M)] * S for M in range(1, min(B, mmax) + 1)] + \
+            [[r] * S for r in shaped_rows(B, mmax)] + [list(map(list, r)) for r in starts]:
+        sr.score(rows)
+    if sr.best is None or not np.isfinite(sr.best[0]):
+        return [] if top > 1 else None
+    sr.coordinate_descent()
+    sr.local(evals)
+    name = "UMPIPE 1F1B" if kind == "1f1b" else "UMPIPE fill-drain"
+    got = sr.top(max(top, 3), name)
+    if top > 1:
+        return got[:top]
+    return got[0] if got else None
 
 
 @dataclass
@@ -165,33 +264,51 @@ class PlanFamily:
     f1b_best: Candidate | None
     dual_fill_drain_s: float | None  # dual-chromosome DGAP's model time (not executable here)
     baselines: list[Candidate] = field(default_factory=list)
+    top: list[Candidate] = field(default_factory=list)  # UMPIPE's best distinct plans, both families, fastest first
 
     def public(self) -> dict:
         f = lambda c: None if c is None else c.public()
         return dict(umpipe=f(self.best), umpipe_fill_drain=f(self.fill_drain), umpipe_1f1b=f(self.one_f_one_b),
                     gpipe_best=f(self.gpipe_best), one_f_one_b_best=f(self.f1b_best),
                     dual_fill_drain_s=self.dual_fill_drain_s,
+                    top=[dict(method=c.method, kind=c.kind, rows=c.rows, cap=c.cap, predicted_s=c.predicted_s)
+                         for c in self.top],
                     baselines=[dict(method=c.method, predicted_s=c.predicted_s, fits=c.fits,
                                     peak_samples=c.peak_samples, memory_bytes=c.memory_bytes) for c in self.baselines])
 
 
 def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = None, seed: int = 0,
-         pop: int = 64, gens: int = 60, evals: int = 1500, dual_check: bool = True) -> PlanFamily:
-    """Search both order families under the memory ``limit`` (bytes per stage, or None)."""
+         pop: int = 64, gens: int = 60, evals: int = 1500, dual_check: bool = True, top: int = 6) -> PlanFamily:
+    """Search both order families under the memory ``limit`` (bytes per stage, or None).
+
+    Fill-drain: DGAP on the cost model's recurrence (fluid times), then -- like 1F1B -- local
+    search scored by the event simulation (with the CFS budget for CPU-quota stages, which the
+    recurrence does not model), seeded with the DGAP plan, every equal split and shaped rows.
+    ``top`` keeps the best distinct plans of both families (``PlanFamily.top``)."""
     mmax = min(mmax, costs.B)
     Ms = list(range(1, mmax + 1))
     g = equal_candidates(costs, "fill-drain", Ms, limit)
     o = equal_candidates(costs, "1f1b", Ms, limit)
     gb, ob = best_of(g), best_of(o)
-    fd = None
+    fds: list[Candidate] = []
     dual_s = None
     if gb is not None:  # fill-drain stashes all of B: if one fill-drain plan fits, all do
         res = DGAP(pop=pop, gens=gens, mmax=mmax, dual=False, seed=seed).run(costs)
         rows = [[int(v) for v in r if v > 0] for r in res.X]
-        fd = evaluate(costs, rows, "fill-drain", "UMPIPE fill-drain", limit=limit)
+        fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, top) or []
         if dual_check:
             dual_s = float(DGAP(pop=pop, gens=gens, mmax=mmax, dual=True, seed=seed).run(costs).makespan)
-    starts = [fd.rows] if fd is not None else []
-    of = search_1f1b(costs, mmax, limit, starts, evals=evals, seed=seed)
-    best = best_of([c for c in (fd, of) if c is not None])
-    return PlanFamily(best, fd, of, gb, ob, dual_s, g + o)
+    starts = [fds[0].rows] if fds else []
+    ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, top) or []
+    fd = fds[0] if fds else None
+    of = ofs[0] if ofs else None
+    both = sorted(fds + ofs, key=lambda c: c.predicted_s)
+    # never worse than the equal baselines in the model: they are in the search pools, but a
+    # search score from fewer phase draws may rank them differently from the full one
+    eq = [c for c in (gb, ob) if c is not None]
+    best = best_of([c for c in (fd, of) if c is not None] + eq)
+    if best is not None and best in eq:
+        best = Candidate(f"UMPIPE {best.kind} (equal)", best.kind, best.rows, best.orders, best.predicted_s,
+                         best.peak_samples, best.memory_bytes, best.fits, best.cap)
+        both = [best] + both
+    return PlanFamily(best, fd, of, gb, ob, dual_s, g + o, both[:top])

@@ -83,3 +83,83 @@ def test_smaller_in_flight_cap_lowers_peak_memory():
     wide = schedule(c, rows, "1f1b", cap=[8, 8, 8, 8])
     narrow = schedule(c, rows, "1f1b", cap=[2, 2, 2, 1])
     assert max(narrow.peak_samples) < max(wide.peak_samples)
+
+
+# ---- CPU-quota stages: the CFS budget as the kernel enforces it
+
+from host_agent.scheduling.orders import CpuBandwidth, _Budget, expected_makespan  # noqa: E402
+
+U = 1e-5  # time unit of the reference below: 10 us
+
+
+def _kernel_reference(q_units: int, P: int, phase: int, T: int, tphase: int, ops: list[tuple[int, int]]) -> list[int]:
+    """Unit-step reference (integer time, 1 unit = 10 us): the balance gets q*P at each period
+    boundary (at most q*P); a running stage whose balance is negative at a tick is throttled,
+    a stage that wakes up with a balance <= 0 too; a throttled stage runs again once a refill
+    makes the balance positive. ``ops`` = (earliest start, CPU units), run one after another."""
+    bal, t, ends = q_units, None, []
+    for start, cpu in ops:
+        t0 = start if t is None else max(t, start)
+        for x in range(t0 + 1 if t is None else t + 1, t0 + 1):  # refills of the idle spell (and at t0)
+            if (x - phase) % P == 0:
+                bal = min(q_units, bal + q_units)
+        t = t0
+        throttled = bal <= 0
+        while cpu > 0:
+            if not throttled:
+                cpu -= 1
+                bal -= 1
+            t += 1
+            if (t - phase) % P == 0:
+                bal = min(q_units, bal + q_units)
+                if throttled and bal > 0:
+                    throttled = False
+            if cpu > 0 and not throttled and (t - tphase) % T == 0 and bal < 0:
+                throttled = True
+        ends.append(t)
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_cfs_budget_matches_a_unit_step_reference(seed):
+    rng = np.random.default_rng(seed)
+    P, T = 1000, 400  # 10 ms period, 4 ms tick (HZ=250)
+    q_units = int(rng.choice([100, 150, 300, 500]))
+    phase, tphase = int(rng.integers(0, P)), int(rng.integers(0, T))
+    ops, t = [], 0
+    for _ in range(25):
+        t += int(rng.integers(0, 3000))
+        ops.append((t, int(rng.integers(1, 2000))))
+    want = _kernel_reference(q_units, P, phase, T, tphase, ops)
+    b = _Budget(q_units * U / (P * U), P * U, phase * U, T * U, tphase * U)
+    got, end = [], None
+    for start, cpu in ops:
+        end = b.run(start * U if end is None else max(end, start * U), cpu * U)
+        got.append(end)
+    assert got == pytest.approx([w * U for w in want], abs=1e-9)
+
+
+def test_cfs_budget_bursts_after_idle_and_averages_the_quota_when_busy():
+    b = _Budget(0.15, 0.01, 0.0, 0.004, 0.001)
+    assert b.run(0.0005, 0.001) == pytest.approx(0.0015)  # within the period's 1.5 ms: full speed
+    busy = _Budget(0.15, 0.01, 0.0, 0.004, 0.001)
+    end = busy.run(0.0, 0.3)  # 300 ms of CPU: ~2 s at 0.15 CPU
+    assert 0.3 / 0.15 - 0.01 < end < 0.3 / 0.15 + 0.01
+    # the overrun is repaid: an op right after a long busy spell starts throttled
+    assert busy.run(end, 0.0005) > end + 0.001
+
+
+def test_quota_stages_take_longer_and_unlimited_ones_match_the_plain_model():
+    c = PipelineCosts.from_arrays(16, [0.002] * 3, [0.0005] * 3, send_lat=0.0002)
+    rows = [equal_sizes(16, 4)] * 3
+    orders = schedule(c, rows, "1f1b").orders
+    plain = schedule(c, rows, orders=orders).makespan
+    c.info["cfs"] = dict(quota=[None, None, None], period_s=0.01)
+    assert expected_makespan(c, rows, orders) == pytest.approx(plain, rel=1e-12)
+    # fluid times of stages with quota 0.25: a busy stage cannot beat its quota by more than a
+    # period's budget plus a tick of overrun
+    c.info["cfs"] = dict(quota=[0.25, 0.25, 0.25], period_s=0.01)
+    t = expected_makespan(c, rows, orders)
+    cpu_per_stage = sum(float(c.tf(0, b) + c.tb(0, b)) * 0.25 for b in rows[0]) + float(c.tail[0]) * 0.25
+    assert t >= (cpu_per_stage - 0.25 * 0.01 - CpuBandwidth.of(c).tick_s) / 0.25
+    assert t < plain  # idle stages run their next op at full speed (burst), which the fluid model misses

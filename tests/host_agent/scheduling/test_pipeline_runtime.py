@@ -39,10 +39,13 @@ def test_pipeline_matches_single_process_both_order_families(tmp_path):
     ofb = [[2, 2, 2, 6], [5, 7], [3, 3, 3, 3]]
     runs = [dict(schedule="ours", rows=fd, orders=_plan(B, fd, "fill-drain")),
             dict(schedule="ours", rows=ofb, orders=_plan(B, ofb, "1f1b"))]
+    # interleaved with the order rotating, and each timed iteration after an untimed one of the
+    # same schedule on the same batch (lead): batches 0, 1, 1, 2, 2
     cfg = StageConfig(model="vgg-mini", cuts=cuts, B=B, steps=STEPS, warmup=WARMUP, schedule="ours", runs=runs,
-                      save_params=True)
+                      save_params=True, lead=1, rotate=True)
     out = launch.run(cfg, keep_dir=str(tmp_path))
-    want = reference.train("vgg-mini", cuts, B, WARMUP + STEPS)
+    want = reference.train("vgg-mini", cuts, B, 0, batches=[*range(WARMUP), *(k for k in range(WARMUP, WARMUP + STEPS)
+                                                                           for _ in range(2))])
     before = reference.train("vgg-mini", cuts, B, 0)
     for i in range(2):
         got = _params_after(out["out_dir"], 3, run=i)

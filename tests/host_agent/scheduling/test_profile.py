@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from host_agent.scheduling.costmodel import equal_sizes
-from host_agent.scheduling.orders import schedule
 from host_agent.scheduling.pipeline.models import load_model
 from host_agent.scheduling.profile import calibrate, costs, fit
 from host_agent.scheduling.profile.measure import profile_layers
@@ -30,9 +29,8 @@ def _layer(fa, fb, knee=0.0, out=100.0, stash=400.0, params=1000.0):
 
 
 def _profile():
-    fast = [_layer(1e-4, w * 1e-4) for w in (1, 5, 1, 1, 5, 1)]
-    slow = [_layer(2e-4, w * 2e-4) for w in (1, 5, 1, 1, 5, 1)]
-    return dict(model="toy", devices={"0.5": dict(overhead=1e-4, layers=fast), "0.25": dict(overhead=1e-4, layers=slow)},
+    layers = [_layer(1e-4, w * 1e-4) for w in (1, 5, 1, 1, 5, 1)]
+    return dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=1e-4, layers=layers),
                 link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.5, 0.25])
 
 
@@ -43,37 +41,70 @@ def test_choose_cuts_is_the_best_contiguous_split():
 
     def worst(c):
         bounds = [0, *c, 6]
-        return max(sum(float(costs.layer_time(prof["devices"][costs.quota_key(q)], i, B)) for i in range(lo, hi))
+        return max(sum(float(costs.layer_time(prof["cpu"]["layers"], i, B)) for i in range(lo, hi)) / q
                    for q, lo, hi in zip(quotas, bounds, bounds[1:]))
 
     assert worst(cuts) == pytest.approx(min(worst([k]) for k in range(1, 6)))
 
 
-def test_build_uses_the_stage_devices_and_memory_figures():
+def test_build_turns_cpu_seconds_into_fluid_times_and_carries_the_cfs_budget():
     prof = _profile()
     c = costs.build(prof, 16, [0.5, 0.25], cuts=[3])
-    # the slow stage holds the same layers' shape but runs at half speed
-    assert float(c.tf(1, 16)) == pytest.approx(2 * float(c.tf(0, 16)) - 1e-4 / 2, rel=0.05)
+    # both stages hold layers of the same CPU cost; the quarter-CPU stage takes twice as long
+    assert float(c.tf(1, 16)) == pytest.approx(2 * float(c.tf(0, 16)), rel=1e-6)
+    assert float(c.tf(0, 16)) * 0.5 == pytest.approx(1e-4 / 2 + 3 * 1e-4 + 7 * 1e-4 * 16, rel=0.02)
+    assert c.info["cfs"] == dict(quota=[0.5, 0.25], period_s=0.01)
     assert c.send_lat[0] == pytest.approx(1e-3) and c.send_beta[0] == pytest.approx(100 * 1e-9)
     assert c.info["static_bytes"] == [3 * 3000.0, 3 * 3000.0]
     assert c.info["stash_bytes_per_sample"] == [1200.0, 1200.0]
-    with pytest.raises(ValueError, match="no measurements for CPU quota 0.1"):
-        costs.build(prof, 16, [0.5, 0.1])
+    assert not c.info["calibrated"]
+    assert "cfs" not in costs.build(prof, 16, [None, None], cuts=[3]).info  # no quotas: no budget
+    with pytest.raises(ValueError, match="old per-quota"):
+        import json, tempfile
+
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(dict(model="toy", devices={}, link={}), f)
+        costs.load(f.name)
 
 
-def test_calibration_fit_recovers_overhead_and_latency():
-    c = costs.build(_profile(), 16, [0.5, 0.25], cuts=[3])
-    runs = []
-    for kind in ("fill-drain", "1f1b"):
-        for M in (1, 2, 4, 8):
-            rows = [equal_sizes(16, M)] * 2
-            runs.append(dict(rows=rows, orders=schedule(c, rows, kind).orders))
-    truth = calibrate.with_calibration(c, 0.00125, 0.0015, 0.9)
-    measured = [schedule(truth, r["rows"], orders=r["orders"]).makespan for r in runs]
-    x, lat, k, err = calibrate.fit(c, runs, measured, extras=np.linspace(0, 0.003, 13),
-                                   latencies=np.linspace(0, 0.003, 7), scales=np.linspace(0.8, 1.2, 9))
-    assert (x, lat, k) == pytest.approx((0.00125, 0.0015, 0.9))
-    assert err < 1e-9
+def _traced(S, rows_list, truth, steps=3, other=(2e-4, 3e-3)):
+    """Synthetic traces: op CPU = truth[s][kind](b), process CPU = ops + other per op + per iteration."""
+    runs, measured = [], []
+    for rows in rows_list:
+        runs.append(dict(rows=rows))
+        traces = []
+        for s in range(S):
+            its = []
+            for _ in range(steps):
+                ops = [(k, j, 0.0, 0.0, 0.0, truth[s][k](rows[s][j])) for j in range(len(rows[s])) for k in "FB"]
+                its.append(dict(ops=ops, cpu_s=sum(o[5] for o in ops) + other[0] * len(ops) + other[1]))
+            traces.append(its)
+        measured.append(dict(traces=traces))
+    return runs, measured
+
+
+def test_calibration_fits_the_cpu_per_op_measured_inside_the_pipeline():
+    truth = [dict(F=lambda b: 1e-3 + 2e-4 * b, B=lambda b: 1.5e-3 + 4e-4 * b),
+             dict(F=lambda b: 5e-4 + 3e-4 * b, B=lambda b: 8e-4 + 6e-4 * b)]
+    rows_list = [[equal_sizes(16, M)] * 2 for M in (1, 2, 4, 8)]
+    runs, measured = _traced(2, rows_list, truth)
+    st = calibrate.fit_stages(runs, measured, 2)
+    for s in range(2):
+        assert st[s]["other_per_op"] == pytest.approx(2e-4)
+        assert st[s]["tail"] == pytest.approx(3e-3)
+        for kind, k in (("fwd", "F"), ("bwd", "B")):
+            # the fit holds the op's own CPU plus the stage's other CPU per op
+            for b in (1, 3, 16):
+                want = truth[s][k](b) + 2e-4
+                got = st[s][kind]["alpha"] + st[s][kind]["beta"] * max(b, st[s][kind]["knee"])
+                assert got == pytest.approx(want, rel=1e-6)
+    # build() uses the calibrated curves on the calibration's split, the layer fits elsewhere
+    prof = dict(_profile(), calibration=dict(B=16, cuts=[3], quotas=[0.5, 0.25], stages=st))
+    c = costs.build(prof, 16, [0.5, 0.25])
+    assert c.info["calibrated"] and c.info["cuts"] == [3]
+    assert float(c.tf(1, 4)) * 0.25 == pytest.approx(truth[1]["F"](4) + 2e-4, rel=1e-6)
+    assert float(c.tail[0]) * 0.5 == pytest.approx(3e-3)
+    assert not costs.build(prof, 16, [0.5, 0.25], cuts=[2]).info["calibrated"]
 
 
 def test_profile_layers_measures_every_layer():
@@ -130,3 +161,46 @@ def test_train_pipeline_reports_bad_arguments_before_starting_anything(tmp_path,
     path.write_text(json.dumps(_profile()))
     assert cli.main(["--model", "vgg-mini", "--profile", str(path)]) == 2
     assert "profiles toy, not vgg-mini" in capsys.readouterr().err
+
+
+def test_link_latency_is_measured_from_blocked_receivers():
+    rows = [[2, 2], [4]]
+    # stage 0 ends F0 at 1.0 and F1 at 2.0; stage 1 waits from 0.5 and starts F0 at 2.25
+    # (it needs both of stage 0's microbatches); stage 1's B0 ends at 3.0, stage 0 waits for
+    # its gradients from 2.1 and starts B1 at 3.5 -- and B0 right away (no wait: no sample)
+    tr0 = [("F", 0, 0.0, 0.0, 1.0, 0.1), ("F", 1, 1.0, 1.0, 2.0, 0.1), ("B", 1, 2.1, 3.5, 4.0, 0.1),
+           ("B", 0, 4.0, 4.0, 4.5, 0.1)]
+    tr1 = [("F", 0, 0.5, 2.25, 2.5, 0.1), ("B", 0, 2.5, 2.5, 3.0, 0.1)]
+    measured = [dict(traces=[[dict(ops=tr0, cpu_s=1.0)], [dict(ops=tr1, cpu_s=1.0)]])]
+    lat, n = calibrate.link_latency([dict(rows=rows)], measured, 2)
+    assert n == 2 and lat == pytest.approx(0.375)  # median of 0.25 and 0.5
+    assert calibrate.link_latency([dict(rows=rows)], [dict(traces=[[dict(ops=[], cpu_s=0)]] * 2)], 2) == (None, 0)
+
+
+def test_each_method_gets_the_same_number_of_model_chosen_candidates():
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.umpipe import family
+
+    c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
+                                  send_lat=0.002, tail=0.01)
+    c.info.update(static_bytes=[0.0] * 4, stash_bytes_per_sample=[1.0] * 4, cuts=[1, 2, 3])
+    fam = family.plan(c, mmax=8, pop=16, gens=5, evals=100, dual_check=False, top=3)
+    runs = cli.candidate_runs(c, fam, list(cli.SCHEDULES), 3, 8)
+    by = {}
+    for r in runs:
+        by.setdefault(r["family"], []).append(r)
+    assert sorted(by) == sorted(cli.SCHEDULES) and all(len(v) == 3 for v in by.values())
+    assert all(24 % r["M"] == 0 for f in ("torch-gpipe", "torch-1f1b") for r in by[f])
+    assert all(r["M"] >= 4 for r in by["torch-1f1b"])
+    for f in ("gpipe", "1f1b", "umpipe"):  # the model's best first
+        assert [r["predicted_s"] for r in by[f]] == sorted(r["predicted_s"] for r in by[f])
+    assert by["umpipe"][0]["predicted_s"] == pytest.approx(fam.best.predicted_s)
+    assert by["umpipe"][0]["predicted_s"] <= min(by["gpipe"][0]["predicted_s"], by["1f1b"][0]["predicted_s"]) + 1e-12
+    # the summary pairs UMPIPE's iterations with the best baseline's, step by step
+    pick = [by["umpipe"][0], by["gpipe"][0]]
+    s = cli.summarize(pick, [dict(iteration_s=[1.0, 1.0, 2.0], losses=[0.1]),
+                             dict(iteration_s=[1.1, 0.9, 2.4], losses=[0.1])])
+    v = s["umpipe_vs_best_baseline"]
+    assert v["baseline"] == pick[1]["label"] and v["steps_won"] == 2 and v["steps"] == 3
+    assert v["speedup_pct"] == pytest.approx(10.0) and v["paired_median_pct"] == pytest.approx(10.0)

@@ -59,3 +59,32 @@ def test_unequal_plans_can_beat_equal_ones_under_1f1b():
     best_equal = min(fam.gpipe_best.predicted_s, fam.f1b_best.predicted_s)
     assert fam.best.predicted_s < best_equal * 0.995
     assert len({len(r) for r in fam.best.rows}) > 1  # stages really use different microbatch counts
+
+
+def test_ramps_and_shaped_rows_are_valid_splits():
+    for B in (7, 16, 32, 64):
+        for M in range(1, min(B, 12) + 1):
+            for r in (0.6, 1.0, 1.6):
+                x = family.ramp(B, M, r)
+                assert sum(x) == B and len(x) == M and min(x) >= 1
+        if B >= 8:
+            assert family.ramp(B, 4, 1.6) == sorted(family.ramp(B, 4, 1.6))  # growing
+        for row in family.shaped_rows(B, 8):
+            assert sum(row) == B and min(row) >= 1 and len(row) <= 8
+
+
+def test_top_plans_are_distinct_and_ranked_and_quota_stages_use_the_budget_model():
+    c = _costs()
+    c.info["cfs"] = dict(quota=[0.3, 0.15, 0.3, 0.3], period_s=0.01)
+    fam = family.plan(c, mmax=8, pop=16, gens=10, evals=150, dual_check=False, top=4)
+    assert 1 <= len(fam.top) <= 4
+    ts = [x.predicted_s for x in fam.top]
+    assert ts == sorted(ts) and fam.top[0].predicted_s == pytest.approx(fam.best.predicted_s)
+    keys = {(x.kind, tuple(map(tuple, x.rows)), tuple(map(tuple, x.orders))) for x in fam.top}
+    assert len(keys) == len(fam.top)
+    assert fam.best.predicted_s <= min(fam.gpipe_best.predicted_s, fam.f1b_best.predicted_s) + 1e-12
+    # the prediction is the CFS simulation's (steady state, mean over phase draws), not the fluid one
+    from host_agent.scheduling.orders import expected_makespan
+
+    assert fam.best.predicted_s == pytest.approx(expected_makespan(c, fam.best.rows, fam.best.orders))
+    assert fam.best.predicted_s != pytest.approx(schedule(c, fam.best.rows, orders=fam.best.orders).makespan)
