@@ -27,6 +27,10 @@ class StructuredText(str):
 class Annotated:
     # annotation name -> raw body text ("" when the annotation has no body), in source order
     annotations: dict[str, str] = field(default_factory=dict)
+    # where p4c's front end leaves the declaration once it has inlined the parser/control
+    # instances: (index of the block among main's arguments, index among that block's locals,
+    # index among an inlined instance's locals, ...); () for a top-level declaration
+    order: tuple = ()
 
 
 @dataclass

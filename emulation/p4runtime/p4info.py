@@ -339,11 +339,13 @@ def p4info_from_program(program_or_info: Any) -> Any:
     # p4c collects every table and action of the program in its symbol table, @hidden ones too
     # (control-plane/p4RuntimeSymbolTable.cpp), so they count for the aliases and the ids;
     # P4Info then leaves the hidden ones out
-    all_tables, all_actions = _applied_tables(info), _used_actions(info)
+    all_tables = sorted(_applied_tables(info), key=_order)
+    all_actions = _actions_in_order(_used_actions(info), all_tables)
     tables = [t for t in all_tables if not hidden(t)]
     actions = [a for a in all_actions if not hidden(a)]
     removed = _removed_blocks(info)
-    externs = [e for e in info.externs if not hidden(e) and not e.name.startswith(removed)]
+    externs = _externs_in_order([e for e in info.externs if not hidden(e) and not e.name.startswith(removed)],
+                                all_tables)
     kinds = {"counter": "counter", "direct_counter": "direct_counter", "meter": "meter",
              "direct_meter": "direct_meter", "register": "register", "action_profile": "action_profile",
              "value_set": "value_set"}
@@ -569,6 +571,38 @@ def _applied_tables(info: Any) -> list:
     removed = _removed_blocks(info)
     return [t for t in info.tables if (getattr(t, "applied_sites", None) is None or t.applied_sites)
             and not t.name.startswith(removed)]
+
+
+def _order(obj: Any) -> tuple:
+    return getattr(obj, "order", None) or ()
+
+
+def _actions_in_order(actions: list, tables: list) -> list:
+    """Actions in p4c's order: the blocks' actions where the front end leaves them (inlined
+    parser/control instances in place), a top-level action (``NoAction``) at the front of the
+    first block that uses it, in the order of first use (frontends/p4/localizeActions.cpp)."""
+    first_use: dict[str, tuple] = {}
+    for t in tables:
+        if not _order(t):
+            continue
+        for i, ref in enumerate(t.actions):
+            first_use.setdefault(cp_name(ref.name), (_order(t)[0], -1, _order(t)[1:], i))
+
+    def key(a):
+        return _order(a) or first_use.get(cp_name(a.name), ())
+    return sorted(actions, key=key)
+
+
+def _externs_in_order(externs: list, tables: list) -> list:
+    """Extern instances in p4c's order (where the front end leaves their declarations); a
+    direct counter or meter with the table that owns it (p4c adds it with the table)."""
+    table_order = {cp_name(t.name): _order(t) for t in tables}
+
+    def key(e):
+        if e.kind in ("direct_counter", "direct_meter") and e.table:
+            return table_order.get(cp_name(e.table), _order(e))
+        return _order(e)
+    return sorted(externs, key=key)
 
 
 def _removed_blocks(info: Any) -> tuple:

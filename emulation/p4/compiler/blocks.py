@@ -88,6 +88,7 @@ class BlocksMixin:
         self.claim_cp_name("action", a.full, d)
         if a.full not in self.action_infos:
             ai = ActionInfoP(annotations=self.ann_text(d.annotations), name=a.full,
+                             order=getattr(self, "_cp_item", ()),
                              params=[ParamInfo(annotations=self.ann_text(p.annotations), name=p.name,
                                                width=self.bit_width(t, p), enum=serializable_enum_name(t),
                                                type_name=getattr(t, "newtype", ""))
@@ -123,6 +124,14 @@ class BlocksMixin:
                                 f"(<{', '.join(d.type_params)}>); inferring them is not supported", d.loc)
         fname = self.fresh("mk_" + d.name)
         self.blocks_compiled.add(d.name)
+        # P4Info order (info.Annotated.order): a block instance declared in a block takes the
+        # slot of its declaration (p4c inlines it there); main's blocks count in order
+        outer_order, slot = getattr(self, "_cp_order", ()), getattr(self, "_cp_slot", None)
+        self._cp_slot = None
+        if slot is None:
+            slot = (getattr(self, "_cp_top", 0),)
+            self._cp_top = slot[0] + 1
+        self._cp_order = slot
         o = Out()
         o.ind = 1
         scope = Scope(self.glob)
@@ -154,6 +163,7 @@ class BlocksMixin:
             self._gen_control(d, path, scope, o, fname, inst_calls, fparams)
         else:
             self._gen_parser(d, path, scope, o, fname, inst_calls, fparams)
+        self._cp_order = outer_order
         self._factories.append(o)
         return fname
 
@@ -181,6 +191,7 @@ class BlocksMixin:
                 raise self.err(f"{tm.tname} is not a parser or control type", tm)
             if bd.ctor_params:
                 raise self.err(f"{tm.tname} has constructor parameters: instantiate it to apply it", tm)
+            self._cp_slot = getattr(self, "_cp_order", ()) + (-1, len(self._direct_insts))
             fname = self.gen_block_instance(bd, f"{path}.{tm.tname}", {}, scope)
             py = self.fresh("i_" + tm.tname)
             o(f"{py} = {fname}({', '.join(self._factory_args[fname])})")
@@ -188,7 +199,11 @@ class BlocksMixin:
                                                  None, "block")
 
     def _declare_locals(self, d, path: str, scope: Scope, o: Out, cells: list, resets: list):
-        for loc in d.locals:
+        prev = None
+        for idx, loc in enumerate(d.locals):
+            # P4Info order (info.Annotated.order) of what this declaration adds
+            self._cp_tag(prev)
+            prev = (len(self.info.externs), getattr(self, "_cp_order", ()) + (idx,))
             self.cur_loc = loc.loc
             if isinstance(loc, A.VarDecl):
                 ty = self.resolve_type(loc.type, scope)
@@ -215,7 +230,9 @@ class BlocksMixin:
             elif isinstance(loc, A.ConstDecl):
                 self.declare_const(loc, scope, o)
             elif isinstance(loc, A.Instantiation):
+                self._cp_slot = prev[1]      # a block instance: its locals take this slot
                 self.gen_instantiation(loc, path, scope, o)
+                self._cp_slot = None
             elif isinstance(loc, A.ActionDecl):
                 if loc.name in scope.syms:
                     raise self.err(f"{loc.name} is already declared", loc)
@@ -263,6 +280,14 @@ class BlocksMixin:
                 scope.syms[loc.name] = InstSym(py, ValueSetT(et, size), full, loc, "value_set")
             else:
                 raise self.err(f"unsupported local declaration {type(loc).__name__}", loc)
+        self._cp_tag(prev)
+
+    def _cp_tag(self, prev) -> None:
+        """Give the extern instances a local declaration added (value sets, externs) its order."""
+        if prev is not None:
+            for ei in self.info.externs[prev[0]:]:
+                if not ei.order:
+                    ei.order = prev[1]
 
     def gen_instantiation(self, loc: A.Instantiation, path: str, scope: Scope, o: Out) -> None:
         ty = self.resolve_type(loc.type, scope)
@@ -322,7 +347,8 @@ class BlocksMixin:
         # the scalar code of vectorised lane groups, as functions beside the actions (lanes.py)
         self._lane_fallbacks, self._lane_cells, self._lane_fb_indent = [], set(cells), o.ind
         # actions (in declaration order), then tables
-        for loc in d.locals:
+        for idx, loc in enumerate(d.locals):
+            self._cp_item = getattr(self, "_cp_order", ()) + (idx,)
             if isinstance(loc, A.ActionDecl):
                 self.gen_action(inner.syms[loc.name], inner, o, cells)
             elif isinstance(loc, A.FunctionDecl):
@@ -331,9 +357,11 @@ class BlocksMixin:
                 self.ensure_function(s, inner)
                 for fo in self._fn_sink:
                     o.lines.extend(fo.lines)
-        for loc in d.locals:
+        for idx, loc in enumerate(d.locals):
+            self._cp_item = getattr(self, "_cp_order", ()) + (idx,)
             if isinstance(loc, A.TableDecl):
                 self.gen_table(inner.syms[loc.name], inner, o, path)
+        self._cp_item = ()
         with self._apply_def(pys, nl, resets, o):
             fn = FnCtx("control", VoidT(), outs)
             self.stmts(d.body.stmts, Scope(inner), o, fn)

@@ -237,6 +237,7 @@ class TablesMixin:
                 raise self.err("selector keys need an action_selector implementation",
                                d.props["implementation"][0])
         tinfo = TableInfo(annotations=self.ann_text(d.annotations), name=t.full, keys=keys,
+                          order=getattr(self, "_cp_item", ()),
                           actions=[TableActionRef(annotations=self.ann_text(r.annotations), name=s.full,
                                                   default_only="defaultonly" in r.annotations
                                                   or r is implicit_ref,
@@ -311,6 +312,7 @@ class TablesMixin:
             self.hooks.extern_instance(self, s, e.args, o, scope)
             for ei in self.info.externs[n:]:
                 ei.annotations = self.ann_text(anns)
+                ei.order = getattr(self, "_cp_item", ())     # p4c lists it with its table
             return s
         raise self.err("implementation must be an action_profile or action_selector", e)
 

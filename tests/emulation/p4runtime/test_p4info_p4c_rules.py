@@ -519,3 +519,48 @@ def test_controller_header_structs_flatten_and_list_digests_are_numbered(tmp_pat
     # a digest of a list has no type name: p4c calls it digest_<n> in call order, a tuple
     digests = [(d.preamble.name, [m.bitstring.bit.bitwidth for m in d.type_spec.tuple.members]) for d in p.digests]
     assert digests == [("digest_0", [8, 8]), ("digest_1", [8])]
+
+
+INLINED_ORDER = """
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+action drop_it() { mark_to_drop(); }
+control Part(inout H h) {
+    counter(8, CounterType.packets) part_hits;
+    action set_b(bit<8> v) { h.h.b = v; part_hits.count(0); }
+    table part_t { key = { h.h.a : exact; } actions = { set_b; } default_action = set_b(1); }
+    apply { part_t.apply(); }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    counter(8, CounterType.packets) first_hits;
+    action first_a(bit<8> v) { h.h.a = v; first_hits.count(0); }
+    table first_t { key = { h.h.a : exact; } actions = { first_a; } default_action = first_a(0); }
+    Part() part;
+    counter(8, CounterType.packets) last_hits;
+    action last_a(bit<8> v) { h.h.a = v; last_hits.count(1); }
+    table last_t { key = { h.h.b : exact; } actions = { last_a; } default_action = last_a(0); }
+    apply { first_t.apply(); part.apply(h); last_t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) {
+    action e_a() { h.h.a = 2; }
+    table e_t { key = { h.h.a : exact; } actions = { e_a; drop_it; } default_action = drop_it(); }
+    apply { e_t.apply(); }
+}
+"""
+
+
+def test_order_follows_p4c_inlining_and_action_localization(tmp_path):
+    # p4c's front end inlines a control instance where it is declared (frontends/p4/
+    # inlining.cpp) and copies a top-level action to the front of the first control that
+    # uses it (localizeActions.cpp); P4Info lists what it finds in that order
+    tail = TAIL.replace("control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }\n", "")
+    f = tmp_path / "prog.p4"
+    f.write_text(HEAD + INLINED_ORDER + tail + MAIN)
+    p = p4info_from_program(compile_file(f))
+    assert [t.preamble.name for t in p.tables] == ["I.first_t", "I.part.part_t", "I.last_t", "E.e_t"]
+    assert [a.preamble.name for a in p.actions] == ["I.first_a", "I.part.set_b", "I.last_a", "drop_it", "E.e_a"]
+    assert [c.preamble.name for c in p.counters] == ["I.first_hits", "I.part.part_hits", "I.last_hits"]
