@@ -228,6 +228,7 @@ class ProgramInfo:
     # calls directly (p4c lists an action only if a table or an apply block uses it), and
     # whether a control calls an extern function (p4c then writes an empty ``type_info``)
     actions_called_from_apply: set[str] = field(default_factory=set)
+    action_call_sites: dict = field(default_factory=dict)   # such an action -> order of its first caller
     calls_extern_functions: bool = False
     new_types: dict = field(default_factory=dict)       # name -> NewTypeInfo
     error_members: list = field(default_factory=list)  # the ``error`` members in declaration order

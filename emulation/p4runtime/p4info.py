@@ -340,7 +340,7 @@ def p4info_from_program(program_or_info: Any) -> Any:
     # (control-plane/p4RuntimeSymbolTable.cpp), so they count for the aliases and the ids;
     # P4Info then leaves the hidden ones out
     all_tables = sorted(_applied_tables(info), key=_order)
-    all_actions = _actions_in_order(_used_actions(info), all_tables)
+    all_actions = _actions_in_order(_used_actions(info), all_tables, getattr(info, "action_call_sites", None))
     tables = [t for t in all_tables if not hidden(t)]
     actions = [a for a in all_actions if not hidden(a)]
     removed = _removed_blocks(info)
@@ -577,16 +577,22 @@ def _order(obj: Any) -> tuple:
     return getattr(obj, "order", None) or ()
 
 
-def _actions_in_order(actions: list, tables: list) -> list:
+def _actions_in_order(actions: list, tables: list, call_sites: dict | None = None) -> list:
     """Actions in p4c's order: the blocks' actions where the front end leaves them (inlined
     parser/control instances in place), a top-level action (``NoAction``) at the front of the
-    first block that uses it, in the order of first use (frontends/p4/localizeActions.cpp)."""
+    first block that uses it, in the order of first use: the tables' action lists, then the
+    calls in apply blocks (frontends/p4/localizeActions.cpp)."""
     first_use: dict[str, tuple] = {}
     for t in tables:
         if not _order(t):
             continue
         for i, ref in enumerate(t.actions):
-            first_use.setdefault(cp_name(ref.name), (_order(t)[0], -1, _order(t)[1:], i))
+            first_use.setdefault(cp_name(ref.name), (_order(t)[0], -1, (0,) + _order(t)[1:], i))
+    for i, (n, where) in enumerate((call_sites or {}).items()):
+        if where:
+            k = (where[0], -1, (1,), i)
+            n = cp_name(n)
+            first_use[n] = min(first_use.get(n, k), k)
 
     def key(a):
         return _order(a) or first_use.get(cp_name(a.name), ())

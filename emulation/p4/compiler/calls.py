@@ -256,6 +256,8 @@ class CallsMixin:
                     raise self.err(f"{f.name}: action calls are not allowed within parsers", e)
                 if getattr(getattr(self, "_cur_fn", None), "kind", None) == "control":
                     self.info.actions_called_from_apply.add(s.full)
+                    # (P4Info order: the block that calls it, for a top-level action)
+                    self.info.action_call_sites.setdefault(s.full, getattr(self, "_cp_order", ()))
                 params = s.decl.params
                 ptypes = [self.resolve_type(p.type, scope) for p in params]
                 if not s.decl.body.stmts and not any(A.has_call(a.value) for a in e.args if a.value is not None):

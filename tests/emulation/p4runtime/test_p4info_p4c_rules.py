@@ -564,3 +564,33 @@ def test_order_follows_p4c_inlining_and_action_localization(tmp_path):
     assert [t.preamble.name for t in p.tables] == ["I.first_t", "I.part.part_t", "I.last_t", "E.e_t"]
     assert [a.preamble.name for a in p.actions] == ["I.first_a", "I.part.set_b", "I.last_a", "drop_it", "E.e_a"]
     assert [c.preamble.name for c in p.counters] == ["I.first_hits", "I.part.part_hits", "I.last_hits"]
+
+
+GLOBAL_ACTIONS_CALLED = """
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+action zap() { mark_to_drop(); }
+action mark() { }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action local_a() { h.h.a = 1; }
+    table t { key = { h.h.a : exact; } actions = { local_a; NoAction; } default_action = NoAction(); }
+    apply { t.apply(); if (h.h.a == 0) { mark(); } }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) {
+    apply { zap(); }
+}
+"""
+
+
+def test_top_level_actions_called_from_apply_blocks(tmp_path):
+    # a top-level action an apply block calls is copied into that control, after the ones its
+    # tables use (localizeActions.cpp visits the control's declarations before its body)
+    tail = TAIL.replace("control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }\n", "")
+    f = tmp_path / "prog.p4"
+    f.write_text(HEAD + GLOBAL_ACTIONS_CALLED + tail + MAIN)
+    p = p4info_from_program(compile_file(f))
+    assert [a.preamble.name for a in p.actions] == ["NoAction", "mark", "I.local_a", "zap"]
