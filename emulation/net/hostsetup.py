@@ -3,6 +3,7 @@
 * offloads off (checksum/segmentation): the switch reads frames through raw sockets, and
   a veth with TX checksum offload hands it frames with unfinished checksums;
 * IPv6 off: no router solicitations or MLD reports wandering into the P4 pipeline;
+* jumbo MTU on every link when SA-ATP chunks are wider than a 1500-byte frame holds;
 * static ARP: for every other host and for the aggregation (virtual) address of the switch;
 * CPU limits for stragglers: a cgroup (v1 ``cpu`` controller, or v2) per limited process,
   removed afterwards.
@@ -31,6 +32,17 @@ def root_intf_setup(intf: str) -> None:
         p.write_text("1")
     except OSError:
         pass
+
+
+def set_mtu(net, mtu: int) -> None:
+    """Every link interface of ``net`` (hosts' and switches') gets ``mtu`` (jumbo frames for wide
+    SA-ATP chunks); call it before the switches open their ports (ring slots follow the MTU)."""
+    for node in net.hosts + net.switches:
+        for intf in node.intfList():
+            if intf.name != "lo":
+                r = node.cmd(f"ip link set dev {intf.name} mtu {int(mtu)}")
+                if r.strip():
+                    raise RuntimeError(f"{intf.name}: cannot set MTU {mtu}: {r.strip()}")
 
 
 def setup_host(host, arp: dict[str, str] | None = None) -> None:

@@ -51,7 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from host_agent.channels import parse_impairment
-from host_agent.constants import SAATP_P4
+from host_agent import wire
+from host_agent.constants import DEFAULT_K, SAATP_P4
+from host_agent.switch_program import saatp_program
 
 from . import assist as assist_mod
 from .agent import digest, expected_sum
@@ -62,6 +64,7 @@ from .topo import TopologyError, TopoSpec, load_topology_json, single_switch, tw
 
 ASSIST = ("saatp-assist", "switchml-assist")   # compute assist on top of the SA-ATP program's modes
 WORKLOADS = ("saatp", "switchml", "ring", "echo", "ddp", *ASSIST)
+ETH_MTU, JUMBO_MTU = 1500, 9000
 SWITCH_AGG = ("saatp", "switchml", *ASSIST)     # workloads that configure an SA-ATP job on the switch
 COMPUTE = ("ring", *SWITCH_AGG)                 # workloads whose agents model compute (--compute-ms)
 COMPARABLE = ("saatp", "switchml", "ring", *ASSIST)
@@ -95,6 +98,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "leading worker computes part of the straggler's mini-batch; needs --compute-ms)")
     p.add_argument("--t-s", type=float, default=0.05, help="SA-ATP straggler threshold T_s, seconds")
     p.add_argument("--pool", type=int, default=32, help="SA-ATP slots per set (window)")
+    p.add_argument("--k", type=int, default=DEFAULT_K, metavar="K",
+                   help=f"int32 values per packet: SA-ATP lanes (the switch runs the program generated for K) "
+                        f"and ring chunks; a power of two up to {1 << wire.MAX_KLOG2} (default {DEFAULT_K}); "
+                        f"frames over {ETH_MTU} bytes give every link a {JUMBO_MTU}-byte MTU")
     p.add_argument("--agent-cmd", default=None, metavar="TEMPLATE",
                    help="per-host command line instead of a built-in workload (see the module docs)")
     p.add_argument("--elements", type=int, default=4096, help="int32 values per all-reduce")
@@ -210,7 +217,7 @@ def agent_commands(args: argparse.Namespace, spec: TopoSpec, out: Path, delay: d
                 "--out {out} --host {host} --elements {elements} --iters {iters} --seed {seed} "
                 "--delay-ms {delay_ms} --start-at {start_at}")
         if kind != "echo":
-            tmpl += " --compute-ms {compute_ms} --warmup {warmup}"
+            tmpl += " --compute-ms {compute_ms} --warmup {warmup} --k {k}"
         if kind == "saatp":
             tmpl += " --agg-ip {agg_ip} --t-s {t_s} --window {pool}"
         if args.workload in ASSIST:
@@ -228,7 +235,7 @@ def agent_commands(args: argparse.Namespace, spec: TopoSpec, out: Path, delay: d
                       elements=args.elements, delay_ms=delay.get(h, 0.0), start_at=f"{start_at:.3f}",
                       agg_ip=spec.agg_ip, t_s=args.t_s, pool=args.pool, straggler_rank=srank,
                       straggler_delay=next(iter(delay.values()), 0), compute_ms=args.compute_ms,
-                      warmup=warmup_of(args), assist_dir=str(out / "assist"))
+                      warmup=warmup_of(args), assist_dir=str(out / "assist"), k=args.k)
         try:
             cmds[h] = shlex.split(tmpl.format(**fields))
         except (KeyError, IndexError, ValueError) as e:
@@ -619,7 +626,7 @@ def bmv2_program(args: argparse.Namespace, spec: TopoSpec) -> None:
         if args.program and not args.p4info:
             raise ValueError("--switch bmv2 --program PROG.json needs --p4info FILE (p4c-bm2-ss --p4runtime-files)")
         return
-    src = args.program or str(SAATP_P4 if args.workload in SWITCH_AGG else DEFAULT_PROGRAM)
+    src = args.program or str(saatp_program(args.k) if args.workload in SWITCH_AGG else DEFAULT_PROGRAM)
     if p4c_binary() is None:
         raise ToolMissing(f"--switch bmv2 compiles {src} with p4c-bm2-ss, which is not on PATH (or pass "
                           "--program PROG.json --p4info FILE compiled elsewhere)")
@@ -634,6 +641,13 @@ def bmv2_program(args: argparse.Namespace, spec: TopoSpec) -> None:
 
 class ToolMissing(ValueError):
     pass
+
+
+def link_mtu(k: int) -> int | None:
+    """The links' MTU for K lanes: None (the default 1500) when an SA-ATP data frame fits,
+    else a jumbo MTU (SA-ATP frames: 14 + 20 + 8 + 28 + 4 K bytes; K = 1024 is 4,166)."""
+    ip_len = 20 + 8 + wire.HDR_LEN + wire.LANE_LEN * k
+    return None if ip_len <= ETH_MTU else JUMBO_MTU
 
 
 def run_one(args: argparse.Namespace) -> tuple[int, dict]:
@@ -668,8 +682,11 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
             print(f"saatp experiment mininet: compute assist needs at most {assist_mod.MAX_ASSIST_WORKERS} workers "
                   "(virtual wids are 31 - straggler)", file=sys.stderr)
             return 2, {}
+    if args.k < 1 or args.k & (args.k - 1) or args.k > 1 << wire.MAX_KLOG2:
+        print(f"saatp experiment mininet: --k {args.k}: a power of two up to {1 << wire.MAX_KLOG2}", file=sys.stderr)
+        return 2, {}
     if args.workload in SWITCH_AGG and not args.program and args.switch == "saatp":
-        args.program = str(SAATP_P4)
+        args.program = str(saatp_program(args.k))
     if args.program and not Path(args.program).exists():
         print(f"saatp experiment mininet: {args.program}: no such file", file=sys.stderr)
         return 2, {}
@@ -684,12 +701,13 @@ def run_one(args: argparse.Namespace) -> tuple[int, dict]:
                                "impairments": {sw: {str(p): s for p, s in d.items()} for sw, d in impair.items()},
                                "link_rate_pps": args.link_rate, "queue_depth": args.queue_depth,
                                "elements": args.elements, "iters": args.iters, "warmup": warmup_of(args),
-                               "compute_ms": args.compute_ms, "t_s": args.t_s, "loadavg_before": _loadavg()}
+                               "compute_ms": args.compute_ms, "t_s": args.t_s, "k": args.k,
+                               "link_mtu": link_mtu(args.k) or ETH_MTU, "loadavg_before": _loadavg()}
     rc = 0
     try:
         s = NetSession(spec, args.switch, program=args.program, out=out, pcap=args.pcap,
                        log_console=args.log_console, impair=impair, p4info=args.p4info,
-                       link_rate=args.link_rate, queue_depth=args.queue_depth)
+                       link_rate=args.link_rate, queue_depth=args.queue_depth, mtu=link_mtu(args.k))
     except ValueError as e:
         print(f"saatp experiment mininet: {e}", file=sys.stderr)
         return 2, {}

@@ -24,7 +24,7 @@ from host_agent.controller import Controller, JobSpec
 from host_agent.p4runtime.target import P4RuntimeTarget
 
 from .control import apply_runtime, connect, ensure_pipeline, read_counters
-from .hostsetup import CpuLimit, setup_host
+from .hostsetup import CpuLimit, set_mtu, setup_host
 from .topo import TopologyError, TopoSpec, _find_file, build_net, builtin_runtime
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,11 +112,12 @@ class NetSession:
                  out: str | Path = "results/mininet", pcap: bool = False, log_console: bool = False,
                  impair: dict[str, dict[int, str]] | None = None, p4info: str | None = None,
                  switch_params: dict[str, dict] | None = None, link_rate: float | None = None,
-                 queue_depth: int | None = None):
+                 queue_depth: int | None = None, mtu: int | None = None):
         from .p4switch import SWITCH_CLASSES  # imports Mininet, which may be missing: only when used
         if switch not in SWITCH_CLASSES:
             raise ValueError(f"switch kind {switch!r}: choose saatp or bmv2")
         self.spec = spec
+        self.mtu = mtu        # every link's MTU (None: the default), set before the switches open their ports
         self.kind = switch
         self.cls = SWITCH_CLASSES[switch]
         self.program = program or (DEFAULT_PROGRAM if switch == "saatp" else None)
@@ -182,6 +183,8 @@ class NetSession:
                 ino = _netns_inode(h.pid)
                 if ino is not None:
                     self.created["netns"].append(ino)
+            if self.mtu:
+                set_mtu(self.net, self.mtu)
             self.net.start()      # starts the switches and waits for their gRPC ports
             for sw in self.net.switches:
                 self.created["pids"] += sw.pids()

@@ -70,3 +70,17 @@ def test_expected_sum_is_the_sum_of_inputs():
     s = sum(ring_input(4, 2, r, 50).astype(np.int64) for r in range(3))
     assert np.array_equal(expected_sum(4, 2, 3, 50), s.astype(np.int32))
     assert not np.array_equal(ring_input(4, 2, 0, 50), ring_input(4, 2, 1, 50))
+
+
+def test_k_lanes_and_jumbo_links(tmp_path):
+    """--k K: the agents get it, the links get a jumbo MTU once an SA-ATP frame outgrows 1500
+    bytes (K = 512: 2,118-byte frames), and K must be a power of two the header can name."""
+    spec = single_switch(2)
+    a = _args("--workload", "saatp", "--k", "1024")
+    c = runner.agent_commands(a, spec, tmp_path, {}, 0.0)["h1"]
+    assert c[c.index("--k") + 1] == "1024"
+    assert runner.link_mtu(256) is None and runner.link_mtu(512) == runner.JUMBO_MTU
+    assert runner.link_mtu(1024) == runner.JUMBO_MTU
+    for bad in ("300", "0", "4096"):
+        rc, _ = runner.run_one(_args("--workload", "saatp", "--k", bad, "--out", str(tmp_path)))
+        assert rc == 2
