@@ -155,7 +155,8 @@ class DeclarationsMixin:
             self.top_functions.append(sym)
         elif isinstance(d, A.Instantiation):
             ty = self.resolve_type(d.type, g)
-            g.syms[name] = InstSym("inst_" + self._pyname(name), ty, name, d,
+            # (a top-level instance's control-plane name follows its @name, as p4c names it)
+            g.syms[name] = InstSym("inst_" + self._pyname(name), ty, self.cp_name("", name, d.annotations), d,
                                    "package" if isinstance(ty, BlockT) and isinstance(ty.decl, A.PackageDecl) else "")
         else:
             raise self.err(f"unsupported declaration {type(d).__name__}", d)

@@ -594,3 +594,27 @@ def test_top_level_actions_called_from_apply_blocks(tmp_path):
     f.write_text(HEAD + GLOBAL_ACTIONS_CALLED + tail + MAIN)
     p = p4info_from_program(compile_file(f))
     assert [a.preamble.name for a in p.actions] == ["NoAction", "mark", "I.local_a", "zap"]
+
+
+TOP_LEVEL_NAMED = """
+header h_t { bit<8> a; }
+struct H { h_t h; }
+struct M { }
+@name("shared_hits") counter(4, CounterType.packets) top_counter;
+@name(".by_table") direct_meter<bit<32>>(MeterType.bytes) top_meter;
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    bit<32> color;
+    action metered() { top_meter.read(color); }
+    table t { key = { h.h.a : exact; } actions = { metered; } meters = top_meter; }
+    apply { t.apply(); top_counter.count(0); }
+}
+"""
+
+
+def test_top_level_instances_follow_their_name_annotation(tmp_path):
+    p = _p4info(tmp_path, TOP_LEVEL_NAMED)
+    assert [c.preamble.name for c in p.counters] == ["shared_hits"]
+    assert [m.preamble.name for m in p.direct_meters] == ["by_table"]
