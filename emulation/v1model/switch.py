@@ -231,7 +231,12 @@ class Switch:
             out.append((p, b"".join(parts) if len(parts) != 1 else parts[0]))
         if work:
             self._run_work(work, out, passes=1 + len(reps))
-        self._count_out(out)
+        for p, b in out:           # _count_out, inline
+            s = ps.get(p)
+            if s is None:
+                s = ps[p] = [0, 0, 0, 0]
+            s[2] += 1
+            s[3] += len(b)
         return out
 
     def _count_out(self, out: list[tuple[int, bytes]]) -> None:
