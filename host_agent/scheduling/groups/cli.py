@@ -14,7 +14,7 @@ from ..result_files import add_result_file_options, write_result_files
 from ..run_options import add_run_options, exit_on_sigterm, run_options_from
 from . import executor
 from .executor import GroupsConfig
-from .planner import METHODS
+from .planner import BUDGET_REFS, METHODS
 from .plot import plot_groups
 
 
@@ -23,11 +23,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="repeatable; default: lyapunov, bsp, lbbsp")
     p.add_argument("--slots", type=int, default=12)
     p.add_argument("--iters", type=int, default=4, help="iterations per slot (default 4)")
+    p.add_argument("--hold", type=int, default=1,
+                   help="slots per trace slot: the quotas change every HOLD slots, the planners decide every slot")
     p.add_argument("--batch", type=int, default=128, help="global batch B (default 128)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--V", type=float, default=10.0)
-    p.add_argument("--budget-frac", type=float, default=0.9)
-    add_run_options(p, "nn.Sequential", "process", "0.5,0.4,0.3,0.2")
+    p.add_argument("--budget-frac", type=float, default=1.0,
+                   help="the cost budget as a fraction of the reference's predicted cost (default 1)")
+    p.add_argument("--budget-ref", choices=BUDGET_REFS, default="all",
+                   help="all: LB-BSP on all processes (the device set as deployed, default); fastest: the fastest plan")
+    add_run_options(p, "nn.Sequential", "process", "0.35,0.3,0.2,0.15")
     add_result_file_options(p)
 
 
@@ -38,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
                                       for m in (METHODS if x == "all" else (x,))))
         opts = run_options_from(args)
         cfg = GroupsConfig(methods=methods, model=args.model, data=args.data, world=len(opts["base_quotas"]),
-                           slots=args.slots, iters=args.iters, B=args.batch, lr=args.lr, V=args.V,
-                           budget_frac=args.budget_frac, **opts)
+                           slots=args.slots, iters=args.iters, hold=args.hold, B=args.batch, lr=args.lr, V=args.V,
+                           budget_frac=args.budget_frac, budget_ref=args.budget_ref, **opts)
 
         def progress(t, d):
             print(f"slot {t:3d}: " + "  ".join(f"{m} {x['T'] * 1e3:6.1f} ms acc {x['test_acc']:.3f}"

@@ -28,7 +28,7 @@ from ..rank_processes import RankProcesses, host_store
 from ..run_options import QuotaRunOptions
 from .costs import profile_layers
 from .plan import ExecPlan
-from .planner import METHODS, Estimates, SlotPlanner
+from .planner import BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, static_set
 from .quotas import SlotQuotas, quota_trace, run_prefix
 
 
@@ -38,14 +38,16 @@ class GroupsConfig(QuotaRunOptions):
     model: str = "digits-cnn"
     data: str = "digits"
     world: int = 4
-    base_quotas: tuple[float, ...] = (0.5, 0.4, 0.3, 0.2)
+    base_quotas: tuple[float, ...] = (0.35, 0.3, 0.2, 0.15)  # ~1 CPU in all: the host has 2 cores, shared
     slots: int = 12
     iters: int = 4
+    hold: int = 1  # decision slots per trace slot (the quotas stay for `hold` slots; the planners decide every slot)
     B: int = 128
     lr: float = 0.01
     momentum: float = 0.9
     V: float = 10.0
-    budget_frac: float = 0.9
+    budget_frac: float = 1.0
+    budget_ref: str = "all"  # the budget: budget_frac x the predicted cost of LB-BSP on all processes ("all") or of the fastest plan
     price_exp: float = 1.2
     timeout_s: float = 300.0
     gmax: int = 4
@@ -57,10 +59,12 @@ class GroupsConfig(QuotaRunOptions):
                 continue
             if m not in METHODS:
                 raise ValueError(f"unknown planner {m!r}; known: {', '.join(METHODS)}")
+        if self.budget_ref not in BUDGET_REFS:
+            raise ValueError(f"unknown budget reference {self.budget_ref!r}; known: {', '.join(BUDGET_REFS)}")
         if len(self.base_quotas) != self.world:
             raise ValueError(f"{self.world} processes need {self.world} base quotas, got {len(self.base_quotas)}")
-        if self.slots < 1 or self.iters < 1 or self.world < 1:
-            raise ValueError("slots, iters and world must be >= 1")
+        if self.slots < 1 or self.iters < 1 or self.world < 1 or self.hold < 1:
+            raise ValueError("slots, iters, hold and world must be >= 1")
 
 
 def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
@@ -82,13 +86,15 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
     layers = digits.model_from(cfg.model)
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
-    quotas = quota_trace(cfg.base_quotas, cfg.slots, cfg.trace, cfg.trace_seed)
+    quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed),
+                       cfg.hold, axis=0)[:cfg.slots]
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp
     store, port = host_store(cfg.world + 1, cfg.timeout_s)
     out_dir = tempfile.mkdtemp(prefix="saatp-groups-")
     cg = SlotQuotas(cfg.world, run_prefix("groups")) if cfg.cgroups else None
     n = 0
     t_start = time.perf_counter()
+    load0 = os.getloadavg()
 
     def command(c: dict) -> list[dict]:
         nonlocal n
@@ -111,14 +117,19 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
         probe = command({"kind": "probe"})  # under the base quotas: the planners' first measurements
         est0 = Estimates(np.array([p["speed"] for p in probe]), 0.0, 0.0)
         ar = max(p["allreduce"] for p in probe)
-        est0.sync_bw = 2 * (cfg.world - 1) / cfg.world * model_bytes / max(ar, 1e-6)
-        est0.mig_bw = est0.sync_bw
+        est0.mig_bw = 2 * (cfg.world - 1) / cfg.world * model_bytes / max(ar, 1e-6)
+        est0.sync_bw = est0.mig_bw / float(est0.speed.min())  # per unit of the slowest process's speed
         planners = {m: SlotPlanner("lyapunov" if m == "script" else m, costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
                     for m in cfg.methods}
         ref = SlotPlanner("lyapunov", costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
-        t_ref, budget = ref.set_budget(est0, quotas, np.asarray(cfg.base_quotas), cfg.budget_frac)
-        for p in planners.values():
+        t_ref, budget = ref.set_budget(est0, quotas, np.asarray(cfg.base_quotas), cfg.budget_frac, cfg.budget_ref)
+        static = {}
+        for m, p in planners.items():
             p.t_ref, p.budget = t_ref, budget
+            if m in STATIC:
+                p.static_devices, T_s, c_s = static_set(ref, est0, quotas, np.asarray(cfg.base_quotas), budget,
+                                                        STATIC[m])
+                static[m] = dict(devices=list(p.static_devices), predicted_s=T_s, predicted_cost_over_budget=c_s / budget)
         est = {m: est0.copy() for m in cfg.methods}
         cur: dict[str, ExecPlan | None] = {m: None for m in cfg.methods}
         rec: dict[str, list] = {m: [] for m in cfg.methods}
@@ -146,19 +157,30 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 T = float(np.mean(iters)) + mig / cfg.iters
                 cost = float(price[list(act)].sum()) * T
                 pl.observe_cost(cost)
+                pl.observe(plan, info["predicted_s"], float(np.mean(iters)))
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
                 torch.nn.utils.vector_to_parameters(params[0], layers.parameters())
                 acc = digits.accuracy(layers, data.x_test, data.y_test)
                 losses = [l for x in meas for l in x["losses"]]
+                sync = allreduce_times(meas, plan)
+                wait = [v for r in plan.leaders for v in meas[r]["sync_s"]]
+                seen = [meas[r]["work"] / meas[r]["compute_s"] if meas[r]["compute_s"] > 0 else meas[r]["probe_speed"]
+                        for r in range(cfg.world)]
                 rec[m].append(dict(slot=t, quotas=quotas[t].tolist(), plan=plan.to_dict(), batch_s=iters,
                                    migration_s=mig, migration_moves=moved, T=T, cost=cost, Q=pl.Q,
                                    predicted_s=info["predicted_s"], predicted_migration_s=info["predicted_migration_s"],
+                                   correction=info.get("correction", 1.0),
                                    decide_s=decide_s, test_acc=acc, max_group_diff=diff,
                                    finite=bool(torch.isfinite(params[0]).all()),
                                    loss=float(np.mean(losses)) if losses else None,
-                                   speeds_seen=est[m].speed.tolist()))
+                                   sync_s=float(np.median(sync)) if sync and len(plan.groups) > 1 else 0.0,
+                                   sync_wait_s=float(np.median(wait)) if wait and len(plan.groups) > 1 else 0.0,
+                                   compute_s={r: meas[r]["compute_s"] / cfg.iters for r in act},
+                                   phases={r: meas[r]["phases"] for r in act},
+                                   sync_bw=est[m].sync_bw, mig_bw=est[m].mig_bw,
+                                   speeds_measured=seen, speeds_seen=est[m].speed.tolist()))
                 cur[m] = plan
                 final[m] = params[0]
             if progress:
@@ -166,25 +188,37 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
         command_stop = {"kind": "stop"}
         store.set(f"cmd/{n}", json.dumps(command_stop))
         ranks.wait(timeout_s=60)
-    out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, out_dir)
+    out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, out_dir, load0)
+    out["static_sets"] = static
     out["final_params"] = final  # tensors (not JSON): group 0's parameters after the last slot
     return out
 
 
-def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, wall: float, out_dir: str) -> dict:
+def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, wall: float, out_dir: str,
+              load0=None) -> dict:
     runs = {}
     for m, slots in rec.items():
         T = np.array([s["T"] for s in slots])
         c = np.array([s["cost"] for s in slots])
-        runs[m] = dict(method=m, mean_batch_s=float(T.mean()), mean_cost=float(c.mean()),
+        pred = np.array([s["predicted_s"] for s in slots])
+        late = T > 1.5 * pred  # a quota fell after the decision: the planner could not know
+        n = len(slots)
+        marks = sorted({max(1, n // 4), max(1, n // 2), max(1, 3 * n // 4), n})
+        runs[m] = dict(method=m, mean_batch_s=float(T.mean()), median_batch_s=float(np.median(T)),
+                       mean_cost=float(c.mean()),
                        cost_over_budget=float(c.mean() / budget), final_Q=slots[-1]["Q"],
+                       cost_over_budget_running={k: float(c[:k].mean() / budget) for k in marks},
+                       surprise_slots=int(late.sum()), surprise_time_share=float(T[late].sum() / T.sum()),
+                       mean_batch_s_no_surprise=float(T[~late].mean()) if (~late).any() else None,
+                       mean_sync_s=float(np.mean([s["sync_s"] for s in slots])),
+                       mean_active=float(np.mean([sum(len(g["ranks"]) for g in s["plan"]["groups"]) for s in slots])),
                        final_test_acc=slots[-1]["test_acc"], max_group_diff=max(s["max_group_diff"] for s in slots),
                        migrations=sum(1 for s in slots if s["migration_moves"]),
                        migration_s=float(sum(s["migration_s"] for s in slots)),
                        train_s=float(sum(cfg.iters * float(np.mean(s["batch_s"])) + s["migration_s"] for s in slots)),
                        slots=slots)
     out = dict(config=asdict(cfg), budget=budget, t_ref=t_ref, layer_costs=costs.to_dict(), wall_s=wall,
-               load_avg=os.getloadavg(), runs=runs, out_dir=out_dir)
+               load_avg=os.getloadavg(), load_avg_start=load0, runs=runs, out_dir=out_dir)
     if "lyapunov" in runs:
         ly = runs["lyapunov"]["mean_batch_s"]
         out["lyapunov_vs"] = {m: dict(batch_time_reduction=1.0 - ly / r["mean_batch_s"],

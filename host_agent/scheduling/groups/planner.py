@@ -13,12 +13,21 @@ Methods (all with the same queue, budget and candidate device sets):
 ``lyapunov`` (the joint search of :class:`..online.search.TentativeSearch`), ``bsp`` (one
 replica per device, even split), ``lbbsp`` (shares proportional to measured speed),
 ``pipeline`` (one pipeline, equal layer counts) and ``hetpipe`` (virtual workers of two
-pipelined devices, equal shares).
+pipelined devices, equal shares). These baselines pick their device set every slot by the
+same drift-plus-penalty rule as ours, so they differ from ``lyapunov`` only in structure and
+data split.
+
+``bsp-static`` and ``lbbsp-static`` are BSP and LB-BSP as deployed on a fixed cluster: one
+device set for the whole run, chosen before it with the operator's knowledge of the whole
+trace (:func:`static_set`: the set of least predicted mean batch time whose predicted mean
+cost meets the budget), which favours them; LB-BSP re-sizes its shares every slot from the
+measured speeds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 
@@ -28,7 +37,11 @@ from ..online.search import TentativeSearch
 from .costs import LayerCosts, workload
 from .plan import ExecPlan, Group, from_planner, migration_bytes, transfers
 
-METHODS = ("lyapunov", "bsp", "lbbsp", "pipeline", "hetpipe")
+METHODS = ("lyapunov", "bsp", "lbbsp", "pipeline", "hetpipe", "bsp-static", "lbbsp-static")
+STATIC = {"bsp-static": "bsp", "lbbsp-static": "lbbsp"}
+BUDGET_REFS = ("all", "fastest")
+HISTORY = 8  # slots of measured/predicted batch time per active-process count (see SlotPlanner.correction)
+JUMP = 1.4  # a measured speed this far (x or /) from the estimate is a change of quota, not noise
 MEMORY = 1e12  # bytes: the model fits everywhere on this host
 
 
@@ -37,7 +50,7 @@ class Estimates:
     """What a planner knows: measurements of earlier slots only."""
 
     speed: np.ndarray  # CPUs-worth of compute per process
-    sync_bw: float  # bytes/s of the leaders' all-reduce (ring-equivalent)
+    sync_bw: float  # bytes/s of the leaders' all-reduce (ring-equivalent) per unit of the slowest leader's speed
     mig_bw: float  # bytes/s of migrations
     latency: float = 2e-4
     history: list = field(default_factory=list)
@@ -50,11 +63,13 @@ class Estimates:
             elif m.get("probe_speed"):
                 v = m["probe_speed"]
             if v is not None and np.isfinite(v) and v > 0:
-                self.speed[r] = v  # the latest measurement: speeds move with the trace
+                self.speed[r] = track_speed(self.speed[r], v, ema)
         G = len(plan.groups)
-        sync = [s for r in plan.leaders for s in meas[r]["sync_s"]]
+        sync = allreduce_times(meas, plan)
         if G > 1 and sync:
-            bw = 2 * (G - 1) / G * model_bytes / max(float(np.median(sync)), 1e-6)
+            # the reduction runs in the CPU-limited processes: its rate follows the slowest leader
+            slowest = float(min(self.speed[r] for r in plan.leaders))
+            bw = 2 * (G - 1) / G * model_bytes / max(float(np.median(sync)), 1e-6) / slowest
             self.sync_bw = ema * bw + (1 - ema) * self.sync_bw
         moved = sum(m["migration_bytes_in"] for m in meas)
         if moved > 0:
@@ -63,6 +78,53 @@ class Estimates:
 
     def copy(self) -> Estimates:
         return Estimates(self.speed.copy(), self.sync_bw, self.mig_bw, self.latency)
+
+
+def allreduce_times(meas: list[dict], plan: ExecPlan) -> list[float]:
+    """The leaders' all-reduce of every iteration, without the wait for the slowest leader:
+    from the last leader's entry to the first leader's exit (the processes share one
+    monotonic clock). A leader's own entry-to-exit time also holds its wait for the others'
+    computation, which would make every multi-group plan look slow."""
+    rows = [meas[r].get("sync") or [] for r in plan.leaders]
+    n = min((len(x) for x in rows), default=0)
+    return [max(min(x[k][1] for x in rows) - max(x[k][0] for x in rows), 1e-6) for k in range(n)]
+
+
+def track_speed(old: float, new: float, ema: float = 0.5, jump: float = JUMP) -> float:
+    """The next speed estimate from the last one and a new measurement: a jump beyond
+    ``jump`` (a quota that moved) is taken at once, a smaller difference (the host's noise,
+    +-30% in one slot under load) is averaged."""
+    if not (old > 0 and np.isfinite(old)) or max(new / old, old / new) > jump:
+        return float(new)
+    return float(ema * new + (1 - ema) * old)
+
+
+def static_set(planner: SlotPlanner, est: Estimates, quotas: np.ndarray, base: np.ndarray, budget: float,
+               kind: str) -> tuple[tuple[int, ...], float, float]:
+    """The fixed device set of a static baseline ``kind`` (``bsp`` or ``lbbsp``): of all
+    non-empty sets, the one with the least predicted mean batch time over the trace whose
+    predicted mean cost meets ``budget`` (speeds = the probe's speed per CPU x each slot's
+    quotas, as for the budget: an oracle view of the whole trace, which favours the
+    baseline); if none meets it, the cheapest. Returns (set, mean time, mean cost)."""
+    per_cpu = est.speed / np.asarray(base, dtype=float)
+    n = len(per_cpu)
+    best, cheapest = None, None
+    for k in range(1, n + 1):
+        for devs in combinations(range(n), k):
+            Ts, Cs = [], []
+            for t, q in enumerate(np.asarray(quotas)):
+                e = est.copy()
+                e.speed = per_cpu * q
+                p = planner.search.baseline_plan(planner.view(e), kind, devs)
+                Ts.append(p.batch_time)
+                Cs.append(p.cost)
+            row = (float(np.mean(Ts)), float(np.mean(Cs)), devs)
+            if row[1] <= budget and (best is None or row[0] < best[0]):
+                best = row
+            if cheapest is None or row[1] < cheapest[1]:
+                cheapest = row
+    T, c, devs = best or cheapest
+    return devs, T, c
 
 
 def whole_replicas(plan: ExecPlan) -> ExecPlan:
@@ -81,7 +143,11 @@ class SlotPlanner:
         self.method = method
         self.costs = costs
         self.price = np.asarray(price, dtype=float)
-        self.model = SystemModel(workload(costs), B, mu_grid)
+        # the fixed part of every layer's pass (alpha) is paid per microbatch by the stage
+        # holding the layer (a replica pays all of it)
+        self.model = SystemModel(workload(costs), B, mu_grid, fixed=costs.alpha)
+        self.static_devices: tuple[int, ...] | None = None  # bsp-static / lbbsp-static
+        self.ratios: dict[int, list[float]] = {}  # measured / predicted batch time per number of active processes
         self.search = TentativeSearch(self.model, gmax=gmax)
         self.V = float(V)
         self.iters = int(iters)
@@ -93,26 +159,32 @@ class SlotPlanner:
     # ------------------------------------------------------------------ model view
     def view(self, est: Estimates) -> SlotView:
         n = len(est.speed)
-        bw = np.full((n, n), est.sync_bw)
+        v = est.speed
+        bw = est.sync_bw * np.minimum(v[:, None], v[None, :])  # a link runs at its slower end's pace
         lat = np.full((n, n), est.latency)
         np.fill_diagonal(lat, 0.0)
-        # the fixed per-op cost (alpha) of a stage, as the model's per-microbatch overhead:
-        # half the whole model's (a stage holds part of the layers)
-        over = 0.5 * float(self.costs.alpha.sum()) / est.speed
-        return SlotView(est.speed.copy(), np.full(n, MEMORY), self.price, over, np.zeros(n), bw, lat)
+        return SlotView(est.speed.copy(), np.full(n, MEMORY), self.price, np.zeros(n), np.zeros(n), bw, lat)
 
-    def set_budget(self, est: Estimates, quotas: np.ndarray, base: np.ndarray, frac: float) -> tuple[float, float]:
-        """The operator's budget: ``frac`` x the mean predicted cost of the fastest joint plan
-        over the trace's slots (speeds = the probe's speed per CPU x each slot's quotas), and
-        ``T_ref`` = its mean batch time. Set once, the same for every method of a run; the
-        planners never see the per-slot quotas."""
+    def set_budget(self, est: Estimates, quotas: np.ndarray, base: np.ndarray, frac: float,
+                   ref: str = "all") -> tuple[float, float]:
+        """The operator's budget, from the predicted plans of every slot of the trace (speeds =
+        the probe's speed per CPU x each slot's quotas): ``frac`` x the mean predicted cost of
+        LB-BSP on all processes (``ref="all"``: what the whole device set costs as deployed)
+        or of the fastest joint plan (``ref="fastest"``). ``T_ref`` = the fastest joint plan's
+        mean batch time. Set once, the same for every method of a run; the planners never
+        see the per-slot quotas."""
+        if ref not in BUDGET_REFS:
+            raise ValueError(f"unknown budget reference {ref!r}; known: {', '.join(BUDGET_REFS)}")
         per_cpu = est.speed / np.asarray(base, dtype=float)
         Ts, Cs = [], []
         for t, q in enumerate(np.asarray(quotas)):
             e = est.copy()
             e.speed = per_cpu * q
-            p = min(self.search.candidates(self.view(e), ("budget", t)), key=lambda p: p.batch_time)
+            view = self.view(e)
+            p = min(self.search.candidates(view, ("budget", t)), key=lambda p: p.batch_time)
             Ts.append(p.batch_time)
+            if ref == "all":
+                p = self.search.baseline_plan(view, "lbbsp", range(len(q)))
             Cs.append(p.cost)
         return float(np.mean(Ts)), frac * float(np.mean(Cs))
 
@@ -127,9 +199,9 @@ class SlotPlanner:
         for g in cur.groups:
             tau = self.model.stage_times(view, g.ranks, g.bounds, g.mu)[0]
             gps.append(GroupPlan(g.ranks, g.bounds, g.mu, float(tau.sum() - tau.max()), float(tau.max() / g.mu)))
-        if self.method in ("bsp", "hetpipe"):
+        if self.method in ("bsp", "hetpipe", "bsp-static"):
             shares = round_shares(np.full(len(gps), self.model.B / len(gps)), self.model.B)
-        elif self.method == "lbbsp":
+        elif self.method in ("lbbsp", "lbbsp-static"):
             sp = np.array([view.speed[list(g.ranks)].sum() for g in cur.groups])
             shares = round_shares(self.model.B * sp / sp.sum(), self.model.B)
         else:
@@ -145,6 +217,11 @@ class SlotPlanner:
         self._slot += 1
         if self.method == "lyapunov":
             cands = list(self.search.candidates(view, key))
+        elif self.method in STATIC:
+            if self.static_devices is None:
+                raise RuntimeError(f"{self.method}: call static_set first")
+            cands = [self.search.baseline_plan(view, STATIC[self.method], self.static_devices)]
+            cur = None  # the fixed set is the plan, whatever it costs to move there (once)
         else:
             cands = list(self.search.baseline_candidates(view, self.method, key))
         if cur is not None:
@@ -158,13 +235,28 @@ class SlotPlanner:
         for p in cands:
             ex = whole_replicas(from_planner(p, self.model.L))
             mig = 0.0 if old is None else self.mig_time(est, transfers(old, ex.holdings(world)))
-            T = p.batch_time + mig / self.iters
+            T = p.batch_time * self.correction(len(ex.active)) + mig / self.iters
             c = float(self.price[list(ex.active)].sum()) * T
             score = self.V * T / self.t_ref + self.Q * c / self.budget
             if best is None or (score, T) < best[0]:
                 best = ((score, T), ex, dict(predicted_s=p.batch_time, predicted_migration_s=mig,
-                                              predicted_cost=c, score=score))
+                                              predicted_cost=c, score=score,
+                                              correction=self.correction(len(ex.active))))
         return best[1], best[2]
+
+    def correction(self, k: int) -> float:
+        """Measured over predicted batch time of earlier slots with ``k`` active processes
+        (median of the last :data:`HISTORY`; 1 before any): what the model misses of running
+        k processes at once on this host (contention, all-reduce through CPU-limited
+        processes). A median, so the slots where a quota fell after the decision do not
+        count as model error."""
+        r = self.ratios.get(k)
+        return float(np.median(r[-HISTORY:])) if r else 1.0
+
+    def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float) -> None:
+        """Record a slot's predicted (without migration) and measured (without migration) batch time."""
+        if predicted_s > 0 and np.isfinite(predicted_s) and measured_s > 0:
+            self.ratios.setdefault(len(plan.active), []).append(measured_s / predicted_s)
 
     def observe_cost(self, c: float) -> None:
         self.Q = max(self.Q + c / self.budget - 1.0, 0.0)

@@ -181,7 +181,8 @@ class Worker:
         tm1 = tick()
         self.leaders_group(plan.leaders)  # collective: every rank creates the leaders group now
         gi = plan.group_of(self.rank)
-        out = {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "losses": [], "probe_speed": None,
+        out = {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "sync": [], "phases": [], "losses": [],
+               "probe_speed": None,
                "migration": [tm0, tm1], "migration_moves": n_moves, "migration_bytes_in": got}
         for it in range(iters):
             dist.barrier()
@@ -212,9 +213,11 @@ class Worker:
         order = [("F", j) for j in range(len(rows))] + [("B", j) for j in reversed(range(len(rows)))]
         shapes = [self.costs.out_shapes[grp.bounds[s + 1] - 1] for s in range(K)]
         clock = [0.0]
+        tr0 = tick()
         loss = run_iteration(module, k, K, [rows] * K, [order] * K, grp.share, x, y, digits.loss_sum, shapes,
                              peers=grp.ranks, clock=clock)
         out["compute_s"] += clock[0]
+        phase = [tr0, tick(), clock[0]]  # the stage's run (compute + pipeline waits), its compute
         out["work"] += sum(op_work(self.costs, lo, hi, b) for b in rows)
         # synchronisation: stages -> leader, weighted all-reduce among leaders, leader -> stages
         ts0 = tick()
@@ -233,7 +236,9 @@ class Worker:
                     dist.recv(buf, grp.ranks[s], tag=TAG_GATHER)
                 parts.append(buf)
             full = torch.cat(parts)
+            te = tick()
             weighted_allreduce(full, grp.share / plan.B, self.leaders_group(plan.leaders))
+            out["sync"].append([te, tick()])  # entry and exit of the leaders' all-reduce
             a = sizes[0]
             sends = []
             for s in range(1, K):
@@ -255,6 +260,7 @@ class Worker:
                     p.sub_(self.lr * m)
         if k == 0:
             out["sync_s"].append(tick() - ts0)
+        out["phases"].append(phase + [tick()])
         return loss if k == K - 1 else None
 
     def gather_params(self, st: MethodState, grp, gi: int, n: int) -> None:

@@ -5,7 +5,8 @@ one stage per device) holding the whole model, with layer cut points and a micro
 Groups run data-parallel on uneven shares ``b_g`` of the global batch ``B``.
 
 * Stage time per microbatch of ``mu`` samples on device ``d`` for layers ``[lo, hi)``:
-  ``overhead_d + (fwd+bwd FLOPs) * max(mu, knee_d) / v_d`` plus, if a next stage exists,
+  ``overhead_d + (fixed[lo:hi] + (fwd+bwd FLOPs) * max(mu, knee_d)) / v_d`` plus, if a next
+  stage exists,
   the activation send and the gradient return over the link: ``2 (lat + act_out * mu / bw)``.
 * Group time for ``b`` samples in ``M = ceil(b / mu)`` equal microbatches of ``mu' = b/M``:
   ``T_g(b) = sum_s tau_s(mu') + (M - 1) max_s tau_s(mu')`` (fill-drain). Relaxing the ceiling
@@ -86,7 +87,10 @@ class Plan:
 class SystemModel:
     """Evaluates structures for one workload and global batch ``B``."""
 
-    def __init__(self, workload: Workload, B: int, mu_grid=(1, 2, 4, 8, 16, 32)):
+    def __init__(self, workload: Workload, B: int, mu_grid=(1, 2, 4, 8, 16, 32), fixed=None):
+        """``fixed``: per-layer work of one pass whatever its size (launch and per-op costs,
+        in the units of the FLOPs; None: zero), which a stage pays per microbatch for the
+        layers it holds, on top of the device's ``overhead``."""
         if B < 1:
             raise ValueError(f"global batch must be >= 1, got {B}")
         self.w = workload
@@ -96,6 +100,10 @@ class SystemModel:
         self.Fp = np.concatenate([[0.0], np.cumsum(flops)])
         self.Pp = np.concatenate([[0.0], np.cumsum(workload.params)])
         self.Ap = np.concatenate([[0.0], np.cumsum(workload.act_int + workload.act_out)])
+        fx = np.zeros(workload.n) if fixed is None else np.asarray(fixed, dtype=float)
+        if fx.shape != (workload.n,) or np.any(fx < 0) or not np.all(np.isfinite(fx)):
+            raise ValueError(f"fixed: {workload.n} finite values >= 0 needed")
+        self.Xp = np.concatenate([[0.0], np.cumsum(fx)])
         self.params = workload.params.copy()
         self.act_out = workload.act_out.copy()
         self.mu_grid = np.array(sorted({int(m) for m in mu_grid if 1 <= m <= self.B}), dtype=float)
@@ -111,7 +119,7 @@ class SystemModel:
         for k, d in enumerate(devices):
             lo, hi = bounds[k], bounds[k + 1]
             F = self.Fp[hi] - self.Fp[lo]
-            t = view.overhead[d] + F * np.maximum(mu, view.knee[d]) / view.speed[d]
+            t = view.overhead[d] + (self.Xp[hi] - self.Xp[lo] + F * np.maximum(mu, view.knee[d])) / view.speed[d]
             if k + 1 < K:
                 e = devices[k + 1]
                 t = t + 2.0 * (view.latency[d, e] + self.act_out[hi - 1] * mu / view.bandwidth[d, e])
@@ -136,7 +144,8 @@ class SystemModel:
         choice = np.zeros((K, nm, L + 1), dtype=int)
         for k, d in enumerate(devices):
             F = self.Fp[None, :] - self.Fp[:, None]  # [i, j] flops of layers [i, j)
-            comp = view.overhead[d] + F[None] * np.maximum(mus, view.knee[d])[:, None, None] / view.speed[d]
+            X = self.Xp[None, :] - self.Xp[:, None]  # [i, j] fixed work of layers [i, j)
+            comp = view.overhead[d] + (X[None] + F[None] * np.maximum(mus, view.knee[d])[:, None, None]) / view.speed[d]
             if k + 1 < K:
                 e = devices[k + 1]
                 a = np.concatenate([[0.0], self.act_out])  # act_out of layer j-1 at index j

@@ -145,3 +145,97 @@ def test_quota_trace_from_csv_and_bad_rows(tmp_path):
         trace_factors(str(bad), 5, 4)
     with pytest.raises(ValueError, match="4 processes"):
         quota_matrix([0.4, 0.4, 0.4, 0.4], trace_factors(str(p), 5, 5)[:, :5])
+
+
+def _costs(n=6):
+    from host_agent.scheduling.groups.costs import LayerCosts
+    return LayerCosts(np.full(n, 1e-3), np.full(n, 1e-4), np.full(n, 4e4), np.full(n, 400.0), [(10,)] * n)
+
+
+def test_allreduce_time_leaves_out_the_wait_for_the_slowest_leader():
+    from host_agent.scheduling.groups.planner import Estimates, allreduce_times
+    plan = ExecPlan((Group((0,), (0, 6), 64, 64), Group((1,), (0, 6), 64, 64)), 6)
+    # leader 0 enters at 1.0 and waits for leader 1, which enters at 1.5; both leave at 1.52
+    meas = [dict(sync=[[1.0, 1.52]], sync_s=[0.52], compute_s=0.1, work=0.1, migration_bytes_in=0,
+                 migration=[0.0, 0.0], probe_speed=None),
+            dict(sync=[[1.5, 1.521]], sync_s=[0.021], compute_s=0.2, work=0.1, migration_bytes_in=0,
+                 migration=[0.0, 0.0], probe_speed=None)]
+    assert allreduce_times(meas, plan) == pytest.approx([0.02])
+    est = Estimates(np.array([1.0, 0.5]), sync_bw=1.0, mig_bw=1.0)
+    est.update(meas, plan, model_bytes=1e6, ema=1.0)
+    # 2 (G-1)/G x 1 MB in 20 ms, per unit of the slowest leader's speed (0.5)
+    assert est.sync_bw == pytest.approx(1e6 / 0.02 / 0.5)
+
+
+def test_speed_tracking_takes_jumps_and_averages_noise():
+    from host_agent.scheduling.groups.planner import track_speed
+    assert track_speed(1.0, 1.2, ema=0.5) == pytest.approx(1.1)  # within the noise: averaged
+    assert track_speed(1.0, 0.4, ema=0.5) == 0.4  # the quota fell: taken at once
+    assert track_speed(0.3, 1.0, ema=0.5) == 1.0  # and rose
+    assert track_speed(float("nan"), 0.7) == 0.7
+
+
+def test_replica_model_pays_every_layers_fixed_cost():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    pl = SlotPlanner("lyapunov", c, 64, price=[1.0, 1.0], V=10.0)
+    view = pl.view(Estimates(np.array([0.5, 0.5]), sync_bw=1e9, mig_bw=1e9))
+    t = pl.model.stage_times(view, (0,), (0, 6), 64)[0, 0]
+    assert t == pytest.approx((c.alpha.sum() + c.beta.sum() * 64) / 0.5)
+    # a 2-stage pipeline splits the fixed part between its stages
+    t2 = pl.model.stage_times(view, (0, 1), (0, 3, 6), 64)[0]
+    assert t2[1] == pytest.approx((c.alpha[3:].sum() + c.beta[3:].sum() * 64) / 0.5)
+
+
+def test_static_set_meets_the_budget_in_prediction_and_favours_speed():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner, static_set
+    c = _costs()
+    base = np.array([0.4, 0.3, 0.2, 0.1])
+    price = base ** 1.2
+    pl = SlotPlanner("lyapunov", c, 128, price, V=10.0)
+    est = Estimates(base.copy(), sync_bw=1e9, mig_bw=1e9)
+    quotas = np.tile(base, (6, 1))
+    quotas[2:4, 0] = 0.1  # process 0 straggles for two slots
+    t_ref, budget = pl.set_budget(est, quotas, base, 1.0, "all")
+    devs, T, cost = static_set(pl, est, quotas, base, budget, "lbbsp")
+    assert cost <= budget + 1e-12
+    # the budget is what LB-BSP on all processes costs, so that set is feasible: the chosen one is no slower
+    T_all = []
+    for q in quotas:
+        e = est.copy()
+        e.speed = q.copy()
+        T_all.append(pl.search.baseline_plan(pl.view(e), "lbbsp", range(4)).batch_time)
+    assert T <= np.mean(T_all) + 1e-12
+    devs_b, T_b, cost_b = static_set(pl, est, quotas, base, budget * 1e-6, "lbbsp")  # nothing fits: the cheapest
+    assert len(devs_b) == 1 and cost_b > budget * 1e-6
+    with pytest.raises(ValueError, match="budget reference"):
+        pl.set_budget(est, quotas, base, 1.0, "nope")
+
+
+def test_static_baseline_keeps_its_set_whatever_the_speeds():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    pl = SlotPlanner("lbbsp-static", c, 128, [1.0] * 4, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1.0
+    pl.static_devices = (1, 2)
+    plan, _ = pl.choose(Estimates(np.array([1.0, 0.9, 0.1, 1.0]), 1e9, 1e9), None, 4)
+    assert plan.active == (1, 2)
+    assert [g.share for g in plan.groups] == [115, 13]  # shares follow the measured speeds (0.9 : 0.1)
+
+
+def test_correction_learns_the_models_error_per_process_count_and_steers_the_choice():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    pl = SlotPlanner("lbbsp", c, 128, [1.0] * 3, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9  # the budget does not bind: the fastest predicted plan wins
+    est = Estimates(np.array([1.0, 1.0, 1.0]), 1e12, 1e12)
+    first, _ = pl.choose(est, None, 3)
+    assert len(first.active) == 3  # three equal replicas are predicted fastest
+    two = ExecPlan((Group((0,), (0, 6), 64, 64), Group((1,), (0, 6), 64, 64)), 6)
+    for ratio in (3.0, 3.2, 0.9, 3.1, 2.9):  # three processes ran ~3x slower than predicted (one slot fast)
+        pl.observe(first, 0.1, 0.1 * ratio)
+    for _ in range(3):
+        pl.observe(two, 0.1, 0.1)
+    assert pl.correction(3) == pytest.approx(3.0) and pl.correction(2) == 1.0 and pl.correction(1) == 1.0
+    again, info = pl.choose(est, first, 3)
+    assert len(again.active) < 3 and info["correction"] == 1.0
