@@ -7,6 +7,14 @@ on average over other methods), time-to-target-loss ratio, final accuracy agains
 ASP (paper: +16.8% accuracy vs asynchronous methods), and the design's gates (7(d)).
 
 Usage: .venv/bin/python scripts/bench_cgp.py [--seeds 3] [--no-torch] [--scenarios default,moving,...]
+
+Real runs (``--real SCENARIO,...``; ``--no-sim`` skips the simulator): every method of
+``saatp train cgp --method all --ablation`` (CGP, BSP, ASP, SSP, CGP without damping, with
+inverse damping, without the staleness bound) on the digits CNN, for each real scenario x
+quota trace (``--traces 0,1``: generated seeds) x repeat, one method after the other. Prints
+per run the time to each target accuracy, the final accuracy (mean of the last three
+snapshots), samples/s, the largest staleness and the groupings; then per scenario the median
+over traces and repeats, CGP's wins and losses, and the host's load average.
 """
 
 from __future__ import annotations
@@ -24,6 +32,68 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from host_agent.scheduling.cgp.cli import SCENARIOS, compare, print_torch, run_torch  # noqa: E402
 from host_agent.scheduling.cgp.sim import METHODS, Simulator  # noqa: E402
 
+# real scenarios: ~1 CPU in all (4 workers + the server), a slow straggler (0.1 CPU base) and
+# the generated transient trace on top
+REAL = {
+    "base": ("local batch 32, lr 0.01, server 0.2 CPU, workers 0.25/0.25/0.2/0.1 CPU",
+             dict(base_quotas=(0.25, 0.25, 0.2, 0.1), ps_quota=0.2, local_batch=32, lr=0.01)),
+    "comm": ("communication-bound: local batch 8 (a push per 8 samples), server 0.15 CPU, workers 0.3/0.25/0.2/0.1",
+             dict(base_quotas=(0.3, 0.25, 0.2, 0.1), ps_quota=0.15, local_batch=8, lr=0.01)),
+    "lr": ("stale updates hurt: base with lr 0.05",
+           dict(base_quotas=(0.25, 0.25, 0.2, 0.1), ps_quota=0.2, local_batch=32, lr=0.05)),
+}
+REAL_METHODS = {"cgp": dict(mode="cgp"), "bsp": dict(mode="bsp"), "asp": dict(mode="asp"), "ssp": dict(mode="ssp"),
+                "cgp-no-damping": dict(mode="cgp", damping="none"), "cgp-inverse": dict(mode="cgp", damping="inverse"),
+                "cgp-no-bound": dict(mode="cgp", s_max=10_000)}
+
+
+def real_runs(scenarios, traces, repeats, duration, targets, json_out=None) -> dict:
+    from host_agent.scheduling.cgp.library import CGPConfig, time_to, train_cgp
+    out: dict = {}
+    for name in scenarios:
+        desc, kw = REAL[name]
+        out[name] = rows = []
+        print(f"\nreal scenario {name}: {desc}; {duration:g} s per method, targets {targets}")
+        for tr in traces:
+            for rep in range(repeats):
+                load0 = os.getloadavg()[0]
+                res = {}
+                for m, mk in REAL_METHODS.items():
+                    r = train_cgp("digits-cnn", "digits", CGPConfig(trace_seed=tr, duration_s=duration, **kw, **mk))
+                    res[m] = dict(final_acc=r["final_acc"], samples_per_s=r.get("samples_per_s"),
+                                  max_staleness=r["max_staleness"], held=r["held"],
+                                  groupings=[g["groups"] for g in r["groupings"]],
+                                  ttt={t: time_to(r["evals"], t) for t in targets},
+                                  evals=[(e["t"], e["test_acc"]) for e in r["evals"]])
+                load1 = os.getloadavg()[0]
+                rows.append(dict(trace=tr, repeat=rep, load=(load0, load1), runs=res))
+                print(f"  trace {tr} run {rep} (load average {load0:.1f} -> {load1:.1f})")
+                for m, d in res.items():
+                    tt = " ".join("-" if v is None else f"{v:4.1f}" for v in d["ttt"].values())
+                    print(f"    {m:15s} t->{targets}: {tt:>12s} s  final {d['final_acc']:.3f}  "
+                          f"{d['samples_per_s'] or 0:6.0f} samples/s  stale {d['max_staleness']!s:>5s}  "
+                          f"{d['groupings'][:5]}")
+                sys.stdout.flush()
+                if json_out:
+                    import json
+                    with open(json_out, "w") as f:
+                        json.dump(out, f, indent=1, default=float)
+        print(f"\n| scenario | method | time to {' / '.join(str(t) for t in targets)} (median; runs) | "
+              "final acc (median) | samples/s (median) | max staleness |")
+        print("|---|---|---|---|---|---|")
+        for m in REAL_METHODS:
+            cells = []
+            for t in targets:
+                v = [r["runs"][m]["ttt"][t] for r in rows]
+                med = np.median([x if x is not None else np.inf for x in v])
+                cells.append(f"{'n/a' if not np.isfinite(med) else f'{med:.1f} s'} "
+                             f"({', '.join('-' if x is None else f'{x:.1f}' for x in v)})")
+            fa = np.median([r["runs"][m]["final_acc"] for r in rows])
+            sp = np.median([r["runs"][m]["samples_per_s"] or 0 for r in rows])
+            ms = max((r["runs"][m]["max_staleness"] or 0) for r in rows)
+            print(f"| {name} | {m} | {' / '.join(cells)} | {fa:.3f} | {sp:.0f} | {ms if m != 'bsp' else '–'} |")
+    return out
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -31,7 +101,20 @@ def main() -> int:
     ap.add_argument("--scenarios", default="default,moving,logreg,cheap-ps")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--no-sim", action="store_true", help="skip the simulator")
+    ap.add_argument("--real", default="", help=f"real scenarios ({','.join(REAL)}); empty: none")
+    ap.add_argument("--traces", default="0,1", help="generated quota traces of the real runs (seeds)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--duration", type=float, default=12.0, help="seconds of training per real run")
+    ap.add_argument("--targets", default="0.9,0.95")
+    ap.add_argument("--json", help="real runs: write the results here")
     a = ap.parse_args()
+    if a.no_sim:
+        t0 = time.perf_counter()
+        real_runs([x for x in a.real.split(",") if x], [int(x) for x in a.traces.split(",")], a.repeats,
+                  a.duration, [float(x) for x in a.targets.split(",")], a.json)
+        print(f"total {time.perf_counter() - t0:.0f} s")
+        return 0
     from rich.console import Console
     from rich.table import Table
     con = Console(width=160)
@@ -94,6 +177,9 @@ def main() -> int:
         print(f"  real run: CGP reaches {r['target_acc']} accuracy "
               f"{'n/a' if sp is None else f'{sp:.2f}x'} as fast as BSP; final accuracy {c['acc_diff_pp']:+.1f} pp "
               "(full comparison with ASP/SSP and the ablation: saatp train cgp --method all --ablation)")
+    if a.real:
+        real_runs([x for x in a.real.split(",") if x], [int(x) for x in a.traces.split(",")], a.repeats,
+                  a.duration, [float(x) for x in a.targets.split(",")], a.json)
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -48,8 +48,8 @@ class CGPConfig(QuotaRunOptions):
     R: int = 16  # server versions (BSP: steps) per phase
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
     damping: str = "excess"
-    lam: float = 0.1
-    c_push: float = 0.005
+    lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
+    c_push: float | None = None  # server seconds per global update; None: measured by the server each phase
     theta: float = 0.3
     snapshot_s: float = 0.5
 

@@ -46,6 +46,15 @@ def load_data(cfg: dict) -> digits.Dataset:
     return digits.dataset_from(cfg["data"], int(cfg.get("seed", 0)))
 
 
+def push_cost(configured, measured: float) -> float:
+    """The server's time per global update for the grouping: ``configured`` seconds if set
+    (> 0), else the server's measured mean (receive, apply, reply) of the last phase, 5 ms
+    before any was measured."""
+    if configured is not None and float(configured) > 0:
+        return float(configured)
+    return measured if measured > 0 else 0.005
+
+
 class Proc:
     def __init__(self, cfg: dict, rank: int):
         self.cfg, self.rank = cfg, rank
@@ -91,12 +100,17 @@ class Proc:
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:
-        if self.mode in ("asp", "ssp"):
-            return [(r,) for r in range(self.N)]
-        return [tuple(range(self.N))]
+        """BSP: everybody; ASP, SSP and CGP's first (measuring) phase: every worker alone (a
+        first phase as one group would make every worker wait for the slowest before CGP
+        has measured anybody)."""
+        if self.mode == "bsp":
+            return [tuple(range(self.N))]
+        return [(r,) for r in range(self.N)]
 
     def run(self) -> None:
-        groups, expected = self.initial_groups(), None
+        groups = self.initial_groups()
+        # equal speeds until measured: each of N singletons sees the other N-1 updates per period
+        expected = [float(len(groups) - 1)] * len(groups)
         v, phase = 0, 0
         state = None
         if self.rank == self.ps and self.mode != "bsp":
@@ -105,6 +119,7 @@ class Proc:
             state = ServerState(self.w, float(self.cfg["lr"]), self.N * int(self.cfg["local_batch"]), s_max, kind)
             self.state = state
         self.snaps: list = []
+        self.service: list[float] = []  # the server's time per push (receive, apply, reply)
         self.bell = 0
         self.samples = 0
         self.last_snap = -1e9
@@ -118,7 +133,7 @@ class Proc:
                 if self.rank != self.ps:
                     v = self.bsp_phase(v, taus)
             elif self.rank == self.ps:
-                v = self.server_phase(state, groups, expected, v)
+                v = self.server_phase(state, groups, expected, v, phase)
             else:
                 v = self.worker_phase(groups, v, taus)
             # phase end: the weights and "time is up" from the model holder, then regroup
@@ -134,14 +149,18 @@ class Proc:
             self.w, v = wb, int(flag[0])
             if int(flag[1]):
                 break
+            if self.rank == self.ps:  # the server's part: its measured time per global update
+                taus = [float(np.mean(self.service[-32:]))] if self.service else []
             tau = torch.tensor([float(np.median(taus[-5:])) if taus else 0.0], dtype=torch.float64)
             allt = [torch.zeros(1, dtype=torch.float64) for _ in range(self.N + 1)]
             dist.all_gather(allt, tau)
             tau_np = np.array([float(x[0]) for x in allt[:self.N]])
+            c_push = push_cost(self.cfg.get("c_push"), float(allt[self.N][0]))
             self.log["taus"].append(tau_np.tolist())
+            self.log.setdefault("c_push", []).append(c_push)
             if self.mode == "cgp":
                 gr = segment_groups(tau_np, float(self.cfg["lam"]), float(self.cfg["s_max"]), 4,
-                                    float(self.cfg["c_push"]), float(self.cfg["theta"]))
+                                    c_push, float(self.cfg["theta"]))
                 pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
                                key=lambda p: min(p[0]))
                 groups, expected = [p[0] for p in pairs], [float(p[1]) for p in pairs]
@@ -203,11 +222,14 @@ class Proc:
             if int(msg[1]):
                 return v
 
-    def server_phase(self, st: ServerState, groups, expected, v: int) -> int:
+    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int = 1) -> int:
         G = len(groups)
         leaders = [g[0] for g in groups]
         st.begin(G, expected)
-        end_v = st.v + int(self.cfg["R"])
+        # only CGP regroups; ASP and SSP run one phase (a phase end is a barrier they need not pay)
+        # CGP's first phase only measures: two versions per worker, then the first grouping
+        R = int(self.cfg["R"]) if phase > 0 else 2 * self.N
+        end_v = st.v + (R if self.mode == "cgp" else 1 << 60)
         n_param = self.w.numel()
         sends: list = []
 
@@ -225,6 +247,7 @@ class Proc:
         while len(stopped) < G:
             self.bell += 1
             src = int(self.store.get(f"cgp/q/{self.bell}"))
+            ts = tick()
             gi = leaders.index(src)
             hdr, buf = torch.zeros(3, dtype=torch.int64), torch.zeros(n_param)
             dist.recv(hdr, src, tag=TAG_HDR)
@@ -234,6 +257,7 @@ class Proc:
             self.samples += int(hdr[1])
             self.log["pushes"] += st.applied - before
             reply(replies)
+            self.service.append(tick() - ts)
             self.snapshot(st.v, st.w)
         for wk, _ in sends:
             wk.wait()

@@ -65,3 +65,28 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
     assert res["max_staleness"] <= 2
     assert all(n > 0 for n in res["iterations"])
     assert res["evals"][-1]["test_acc"] > 0.2  # it learns (chance is 0.1)
+
+
+def test_push_cost_is_measured_unless_configured():
+    from host_agent.scheduling.cgp.procs import push_cost
+    assert push_cost(None, 0.012) == 0.012  # the server's measured time per update
+    assert push_cost(0.003, 0.012) == 0.003  # a configured cost wins
+    assert push_cost(None, 0.0) == 0.005  # nothing measured yet
+    assert push_cost(0, 0.02) == 0.02
+
+
+@pytest.mark.slow
+def test_cgp_measures_alone_first_then_groups_with_the_servers_measured_cost():
+    import json
+    import os
+
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    res = train_cgp("host_agent.scheduling.digits:cnn", "digits",
+                    CGPConfig(mode="cgp", duration_s=3.0, R=8, cgroups=False, snapshot_s=0.2))
+    g = res["groupings"]
+    assert g[0]["groups"] == [[0], [1], [2], [3]]  # the first phase: every worker alone, measuring
+    # 2 versions per worker, then the first grouping (the others' pushes in flight are applied too)
+    assert len(g) >= 2 and 8 <= g[1]["version"] <= 8 + 3
+    log = json.load(open(os.path.join(res["out_dir"], "rank0.json")))
+    assert log["c_push"] and all(c > 0 for c in log["c_push"])  # measured by the server, not the default
+    assert res["max_staleness"] <= 8
