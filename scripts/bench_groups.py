@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from host_agent.scheduling.groups.executor import GroupsConfig, run  # noqa: E402
 from host_agent.scheduling.groups.planner import METHODS  # noqa: E402
 from host_agent.scheduling.result_files import write_json  # noqa: E402
+from host_agent.scheduling.run_options import exit_on_sigterm  # noqa: E402
 
 
 def row(m: str, r: dict) -> str:
@@ -55,6 +56,7 @@ def main() -> int:
     ap.add_argument("--methods", default="all", help="comma-separated, or all")
     ap.add_argument("--json")
     a = ap.parse_args()
+    exit_on_sigterm()  # a SIGTERM still removes the run's cgroups and processes
     methods = METHODS if a.methods == "all" else tuple(a.methods.split(","))
     scen = [("seed%s" % s, dict(trace_seed=int(s))) for s in a.seeds.split(",") if s]
     scen += [(os.path.basename(t), dict(trace=t)) for t in a.trace]
@@ -68,6 +70,8 @@ def main() -> int:
                                    world=len(base), budget_frac=a.budget_frac, budget_ref=a.budget_ref, **kw))
             res.pop("final_params")
             out[name].append(res)
+            if a.json:
+                write_json(a.json, out)
             st = ", ".join(f"{m} {v['devices']}" for m, v in res["static_sets"].items())
             print(f"\nscenario {name} run {rep}: budget {res['budget']:.4g}/batch, load average "
                   f"{res['load_avg_start'][0]:.1f} -> {res['load_avg'][0]:.1f}, {res['wall_s']:.0f} s; static sets: {st}")

@@ -58,7 +58,12 @@ class Estimates:
     def update(self, meas: list[dict], plan: ExecPlan, model_bytes: float, ema: float = 0.5) -> None:
         for r, m in enumerate(meas):
             v = None
-            if m["compute_s"] > 0:
+            per_iter = [p[2] for p in m.get("phases") or [] if p[2] > 0]
+            if per_iter:
+                # the median iteration: one stalled iteration (a first run of a new stage under a
+                # small quota took seconds once) must not make a process look 100x slower
+                v = m["work"] / len(m["phases"]) / float(np.median(per_iter))
+            elif m["compute_s"] > 0:
                 v = m["work"] / m["compute_s"]
             elif m.get("probe_speed"):
                 v = m["probe_speed"]
@@ -88,6 +93,12 @@ def allreduce_times(meas: list[dict], plan: ExecPlan) -> list[float]:
     rows = [meas[r].get("sync") or [] for r in plan.leaders]
     n = min((len(x) for x in rows), default=0)
     return [max(min(x[k][1] for x in rows) - max(x[k][0] for x in rows), 1e-6) for k in range(n)]
+
+
+def kind_of(plan: ExecPlan) -> tuple[int, bool]:
+    """What the model's error depends on most here: the number of active processes and
+    whether any group is a pipeline."""
+    return len(plan.active), any(len(g.ranks) > 1 for g in plan.groups)
 
 
 def track_speed(old: float, new: float, ema: float = 0.5, jump: float = JUMP) -> float:
@@ -147,7 +158,7 @@ class SlotPlanner:
         # holding the layer (a replica pays all of it)
         self.model = SystemModel(workload(costs), B, mu_grid, fixed=costs.alpha)
         self.static_devices: tuple[int, ...] | None = None  # bsp-static / lbbsp-static
-        self.ratios: dict[int, list[float]] = {}  # measured / predicted batch time per number of active processes
+        self.ratios: dict[tuple[int, bool], list[float]] = {}  # measured / predicted batch time per kind_of(plan)
         self.search = TentativeSearch(self.model, gmax=gmax)
         self.V = float(V)
         self.iters = int(iters)
@@ -235,28 +246,29 @@ class SlotPlanner:
         for p in cands:
             ex = whole_replicas(from_planner(p, self.model.L))
             mig = 0.0 if old is None else self.mig_time(est, transfers(old, ex.holdings(world)))
-            T = p.batch_time * self.correction(len(ex.active)) + mig / self.iters
+            T = p.batch_time * self.correction(kind_of(ex)) + mig / self.iters
             c = float(self.price[list(ex.active)].sum()) * T
             score = self.V * T / self.t_ref + self.Q * c / self.budget
             if best is None or (score, T) < best[0]:
                 best = ((score, T), ex, dict(predicted_s=p.batch_time, predicted_migration_s=mig,
                                               predicted_cost=c, score=score,
-                                              correction=self.correction(len(ex.active))))
+                                              correction=self.correction(kind_of(ex))))
         return best[1], best[2]
 
-    def correction(self, k: int) -> float:
-        """Measured over predicted batch time of earlier slots with ``k`` active processes
-        (median of the last :data:`HISTORY`; 1 before any): what the model misses of running
-        k processes at once on this host (contention, all-reduce through CPU-limited
+    def correction(self, kind: tuple[int, bool]) -> float:
+        """Measured over predicted batch time of earlier slots with plans of this ``kind``
+        (active processes, whether a group is a pipeline; median of the last
+        :data:`HISTORY`; 1 before any): what the model misses of running k processes at once
+        on this host (contention, all-reduce and pipeline messages through CPU-limited
         processes). A median, so the slots where a quota fell after the decision do not
         count as model error."""
-        r = self.ratios.get(k)
+        r = self.ratios.get(kind)
         return float(np.median(r[-HISTORY:])) if r else 1.0
 
     def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float) -> None:
         """Record a slot's predicted (without migration) and measured (without migration) batch time."""
         if predicted_s > 0 and np.isfinite(predicted_s) and measured_s > 0:
-            self.ratios.setdefault(len(plan.active), []).append(measured_s / predicted_s)
+            self.ratios.setdefault(kind_of(plan), []).append(measured_s / predicted_s)
 
     def observe_cost(self, c: float) -> None:
         self.Q = max(self.Q + c / self.budget - 1.0, 0.0)

@@ -167,6 +167,17 @@ def test_allreduce_time_leaves_out_the_wait_for_the_slowest_leader():
     assert est.sync_bw == pytest.approx(1e6 / 0.02 / 0.5)
 
 
+def test_speed_is_the_median_iteration_so_one_stall_does_not_count():
+    from host_agent.scheduling.groups.planner import Estimates
+    plan = ExecPlan((Group((0,), (0, 6), 64, 64),), 6)
+    # three iterations of work 0.1 each: 0.2 s, a 5 s stall, 0.2 s of compute
+    m = dict(work=0.3, compute_s=5.4, phases=[[0, 0.2, 0.2, 0.2], [0, 5, 5.0, 5], [0, 0.2, 0.2, 0.2]],
+             sync=[], sync_s=[], migration_bytes_in=0, migration=[0.0, 0.0], probe_speed=None)
+    est = Estimates(np.array([0.5]), 1.0, 1.0)
+    est.update([m], plan, 1e6)
+    assert est.speed[0] == pytest.approx(0.5)  # 0.1 / 0.2, not 0.3 / 5.4
+
+
 def test_speed_tracking_takes_jumps_and_averages_noise():
     from host_agent.scheduling.groups.planner import track_speed
     assert track_speed(1.0, 1.2, ema=0.5) == pytest.approx(1.1)  # within the noise: averaged
@@ -236,6 +247,7 @@ def test_correction_learns_the_models_error_per_process_count_and_steers_the_cho
         pl.observe(first, 0.1, 0.1 * ratio)
     for _ in range(3):
         pl.observe(two, 0.1, 0.1)
-    assert pl.correction(3) == pytest.approx(3.0) and pl.correction(2) == 1.0 and pl.correction(1) == 1.0
+    assert pl.correction((3, False)) == pytest.approx(3.0) and pl.correction((2, False)) == 1.0
+    assert pl.correction((3, True)) == 1.0  # pipelines of three processes: no history yet
     again, info = pl.choose(est, first, 3)
     assert len(again.active) < 3 and info["correction"] == 1.0
