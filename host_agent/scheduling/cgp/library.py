@@ -40,7 +40,8 @@ MODES = ("cgp", "bsp", "asp", "ssp")
 class CGPConfig(QuotaRunOptions):
     mode: str = "cgp"
     workers: int = 4
-    ps_quota: float = 0.4
+    base_quotas: tuple[float, ...] = (0.25, 0.25, 0.2, 0.1)  # with the server: 1 CPU in all (the host has 2, shared)
+    ps_quota: float = 0.2
     slot_s: float = 2.0  # seconds of training time per trace slot
     duration_s: float = 15.0
     local_batch: int = 32

@@ -28,7 +28,8 @@ from ..rank_processes import RankProcesses, host_store
 from ..run_options import QuotaRunOptions
 from .costs import profile_layers
 from .plan import ExecPlan
-from .planner import BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, static_set
+from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped,
+                      measured_speeds, static_set)
 from .quotas import SlotQuotas, quota_trace, run_prefix
 
 
@@ -157,7 +158,9 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 T = float(np.mean(iters)) + mig / cfg.iters
                 cost = float(price[list(act)].sum()) * T
                 pl.observe_cost(cost)
-                pl.observe(plan, info["predicted_s"], float(np.mean(iters)))
+                seen = measured_speeds(meas)
+                qmoved = jumped(est[m].speed, seen, act)
+                pl.observe(plan, info["predicted_s"], float(np.mean(iters)), qmoved)
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
@@ -166,8 +169,6 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 losses = [l for x in meas for l in x["losses"]]
                 sync = allreduce_times(meas, plan)
                 wait = [v for r in plan.leaders for v in meas[r]["sync_s"]]
-                seen = [meas[r]["work"] / meas[r]["compute_s"] if meas[r]["compute_s"] > 0 else meas[r]["probe_speed"]
-                        for r in range(cfg.world)]
                 rec[m].append(dict(slot=t, quotas=quotas[t].tolist(), plan=plan.to_dict(), batch_s=iters,
                                    migration_s=mig, migration_moves=moved, T=T, cost=cost, Q=pl.Q,
                                    predicted_s=info["predicted_s"], predicted_migration_s=info["predicted_migration_s"],
@@ -180,7 +181,7 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                                    compute_s={r: meas[r]["compute_s"] / cfg.iters for r in act},
                                    phases={r: meas[r]["phases"] for r in act},
                                    sync_bw=est[m].sync_bw, mig_bw=est[m].mig_bw,
-                                   speeds_measured=seen, speeds_seen=est[m].speed.tolist()))
+                                   speeds_measured=seen, quota_moved=qmoved, speeds_seen=est[m].speed.tolist()))
                 cur[m] = plan
                 final[m] = params[0]
             if progress:
@@ -200,8 +201,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
     for m, slots in rec.items():
         T = np.array([s["T"] for s in slots])
         c = np.array([s["cost"] for s in slots])
-        pred = np.array([s["predicted_s"] for s in slots])
-        late = T > 1.5 * pred  # a quota fell after the decision: the planner could not know
+        late = np.array([bool(s.get("quota_moved")) for s in slots])  # an active process's quota moved in the slot
         n = len(slots)
         marks = sorted({max(1, n // 4), max(1, n // 2), max(1, 3 * n // 4), n})
         runs[m] = dict(method=m, mean_batch_s=float(T.mean()), median_batch_s=float(np.median(T)),

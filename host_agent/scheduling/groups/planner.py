@@ -56,18 +56,8 @@ class Estimates:
     history: list = field(default_factory=list)
 
     def update(self, meas: list[dict], plan: ExecPlan, model_bytes: float, ema: float = 0.5) -> None:
-        for r, m in enumerate(meas):
-            v = None
-            per_iter = [p[2] for p in m.get("phases") or [] if p[2] > 0]
-            if per_iter:
-                # the median iteration: one stalled iteration (a first run of a new stage under a
-                # small quota took seconds once) must not make a process look 100x slower
-                v = m["work"] / len(m["phases"]) / float(np.median(per_iter))
-            elif m["compute_s"] > 0:
-                v = m["work"] / m["compute_s"]
-            elif m.get("probe_speed"):
-                v = m["probe_speed"]
-            if v is not None and np.isfinite(v) and v > 0:
+        for r, v in enumerate(measured_speeds(meas)):
+            if v is not None:
                 self.speed[r] = track_speed(self.speed[r], v, ema)
         G = len(plan.groups)
         sync = allreduce_times(meas, plan)
@@ -83,6 +73,35 @@ class Estimates:
 
     def copy(self) -> Estimates:
         return Estimates(self.speed.copy(), self.sync_bw, self.mig_bw, self.latency)
+
+
+def measured_speeds(meas: list[dict]) -> list[float | None]:
+    """Each process's speed measured in a slot (None: nothing measured): work over compute
+    seconds of its median iteration (one stalled iteration, a first run of a new stage under
+    a small quota that took seconds once, must not make a process look 100x slower), or its
+    probe when it was idle."""
+    out: list[float | None] = []
+    for m in meas:
+        v = None
+        per_iter = [p[2] for p in m.get("phases") or [] if p[2] > 0]
+        if per_iter:
+            v = m["work"] / len(m["phases"]) / float(np.median(per_iter))
+        elif m["compute_s"] > 0:
+            v = m["work"] / m["compute_s"]
+        elif m.get("probe_speed"):
+            v = m["probe_speed"]
+        out.append(float(v) if v is not None and np.isfinite(v) and v > 0 else None)
+    return out
+
+
+def jumped(before: np.ndarray, measured: list[float | None], ranks, jump: float = JUMP) -> bool:
+    """Did the speed of one of ``ranks`` move by more than ``jump`` (x or /) from the
+    estimate the decision used: a quota that changed during the slot, not a model error."""
+    for r in ranks:
+        v, b = measured[r], float(before[r])
+        if v is not None and b > 0 and max(v / b, b / v) > jump:
+            return True
+    return False
 
 
 def allreduce_times(meas: list[dict], plan: ExecPlan) -> list[float]:
@@ -265,8 +284,12 @@ class SlotPlanner:
         r = self.ratios.get(kind)
         return float(np.median(r[-HISTORY:])) if r else 1.0
 
-    def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float) -> None:
-        """Record a slot's predicted (without migration) and measured (without migration) batch time."""
+    def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False) -> None:
+        """Record a slot's predicted and measured batch time (both without migration), unless
+        an active process's speed jumped during the slot (``quota_moved``: see :func:`jumped`;
+        then the error is the trace's, which no model of the host can predict)."""
+        if quota_moved:
+            return
         if predicted_s > 0 and np.isfinite(predicted_s) and measured_s > 0:
             self.ratios.setdefault(kind_of(plan), []).append(measured_s / predicted_s)
 

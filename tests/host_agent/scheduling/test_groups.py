@@ -251,3 +251,16 @@ def test_correction_learns_the_models_error_per_process_count_and_steers_the_cho
     assert pl.correction((3, True)) == 1.0  # pipelines of three processes: no history yet
     again, info = pl.choose(est, first, 3)
     assert len(again.active) < 3 and info["correction"] == 1.0
+
+
+def test_a_quota_move_is_not_taken_as_model_error():
+    from host_agent.scheduling.groups.planner import SlotPlanner, jumped
+    pl = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 2, V=10.0)
+    two = ExecPlan((Group((0,), (0, 6), 64, 64), Group((1,), (0, 6), 64, 64)), 6)
+    before = np.array([1.0, 1.0])
+    assert jumped(before, [1.1, 0.3], (0, 1)) and not jumped(before, [1.1, 0.9], (0, 1))
+    assert not jumped(before, [1.0, 0.3], (0,))  # only the active processes count
+    pl.observe(two, 0.1, 0.4, quota_moved=jumped(before, [1.1, 0.3], (0, 1)))
+    assert pl.correction((2, False)) == 1.0  # nothing recorded
+    pl.observe(two, 0.1, 0.12, quota_moved=False)
+    assert pl.correction((2, False)) == pytest.approx(1.2)
