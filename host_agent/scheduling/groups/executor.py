@@ -161,6 +161,7 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 seen = measured_speeds(meas)
                 qmoved = jumped(est[m].speed, seen, act)
                 pl.observe(plan, info["predicted_s"], float(np.mean(iters)), qmoved)
+                pl.observe_setup(plan, iters)
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
@@ -172,7 +173,7 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 rec[m].append(dict(slot=t, quotas=quotas[t].tolist(), plan=plan.to_dict(), batch_s=iters,
                                    migration_s=mig, migration_moves=moved, T=T, cost=cost, Q=pl.Q,
                                    predicted_s=info["predicted_s"], predicted_migration_s=info["predicted_migration_s"],
-                                   correction=info.get("correction", 1.0),
+                                   correction=info.get("correction", 1.0), setup_s=pl.setup_s,
                                    decide_s=decide_s, test_acc=acc, max_group_diff=diff,
                                    finite=bool(torch.isfinite(params[0]).all()),
                                    loss=float(np.mean(losses)) if losses else None,

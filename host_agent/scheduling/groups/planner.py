@@ -114,6 +114,12 @@ def allreduce_times(meas: list[dict], plan: ExecPlan) -> list[float]:
     return [max(min(x[k][1] for x in rows) - max(x[k][0] for x in rows), 1e-6) for k in range(n)]
 
 
+def new_stages(plan: ExecPlan) -> set[tuple[int, int, int]]:
+    """(rank, first layer, end layer) of every stage of the plan's pipelines."""
+    return {(r, g.bounds[k], g.bounds[k + 1]) for g in plan.groups if len(g.ranks) > 1
+            for k, r in enumerate(g.ranks)}
+
+
 def kind_of(plan: ExecPlan) -> tuple[int, bool]:
     """What the model's error depends on most here: the number of active processes and
     whether any group is a pipeline."""
@@ -178,6 +184,10 @@ class SlotPlanner:
         self.model = SystemModel(workload(costs), B, mu_grid, fixed=costs.alpha)
         self.static_devices: tuple[int, ...] | None = None  # bsp-static / lbbsp-static
         self.ratios: dict[tuple[int, bool], list[float]] = {}  # measured / predicted batch time per kind_of(plan)
+        # the first run of a pipeline stage on a process stalled for 1-3 s on this host (not a
+        # migration: compute itself); learnt from the slots that ran new stages
+        self.setup_s = 0.0
+        self.stages_run: set[tuple[int, int, int]] = set()
         self.search = TentativeSearch(self.model, gmax=gmax)
         self.V = float(V)
         self.iters = int(iters)
@@ -265,6 +275,7 @@ class SlotPlanner:
         for p in cands:
             ex = whole_replicas(from_planner(p, self.model.L))
             mig = 0.0 if old is None else self.mig_time(est, transfers(old, ex.holdings(world)))
+            mig += self.setup_s if new_stages(ex) - self.stages_run else 0.0
             T = p.batch_time * self.correction(kind_of(ex)) + mig / self.iters
             c = float(self.price[list(ex.active)].sum()) * T
             score = self.V * T / self.t_ref + self.Q * c / self.budget
@@ -292,6 +303,15 @@ class SlotPlanner:
             return
         if predicted_s > 0 and np.isfinite(predicted_s) and measured_s > 0:
             self.ratios.setdefault(kind_of(plan), []).append(measured_s / predicted_s)
+
+    def observe_setup(self, plan: ExecPlan, iter_s: list[float]) -> None:
+        """After a slot: if the plan ran pipeline stages new to their processes, the excess of
+        its first iteration over the median of the others is what a new stage costs to set up
+        (the largest seen is kept); then those stages are known."""
+        fresh = new_stages(plan) - self.stages_run
+        if fresh and len(iter_s) >= 2:
+            self.setup_s = max(self.setup_s, max(0.0, iter_s[0] - float(np.median(iter_s[1:]))))
+        self.stages_run |= new_stages(plan)
 
     def observe_cost(self, c: float) -> None:
         self.Q = max(self.Q + c / self.budget - 1.0, 0.0)

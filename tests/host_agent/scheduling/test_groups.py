@@ -264,3 +264,25 @@ def test_a_quota_move_is_not_taken_as_model_error():
     assert pl.correction((2, False)) == 1.0  # nothing recorded
     pl.observe(two, 0.1, 0.12, quota_moved=False)
     assert pl.correction((2, False)) == pytest.approx(1.2)
+
+
+def test_a_new_pipeline_stage_costs_its_learnt_setup_once():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner, new_stages
+    pl = SlotPlanner("pipeline", _costs(), 128, [1.0] * 2, V=10.0, iters=3)
+    pl.t_ref, pl.budget = 0.1, 1e9
+    pipe = ExecPlan((Group((0, 1), (0, 3, 6), 32, 128),), 6)
+    pl.observe_setup(pipe, [2.1, 0.1, 0.12])  # the first run of these stages stalled 2 s
+    assert pl.setup_s == pytest.approx(2.0, abs=0.02)
+    pl.observe_setup(pipe, [3.0, 0.1, 0.1])  # the same stages again: not a set-up
+    assert pl.setup_s == pytest.approx(2.0, abs=0.02)
+    est = Estimates(np.array([1.0, 1.0]), 1e12, 1e12)
+    fresh = SlotPlanner("pipeline", _costs(), 128, [1.0] * 2, V=10.0, iters=3)
+    fresh.t_ref, fresh.budget = 0.1, 1e9
+    p0, _ = fresh.choose(est, None, 2)
+    assert len(p0.active) == 2  # without a set-up cost the two-stage pipeline is predicted fastest
+    fresh.setup_s = 100.0
+    p1, info = fresh.choose(est, None, 2)
+    assert len(p1.active) == 1 and info["predicted_migration_s"] == 0.0  # new stages: not worth 100 s
+    fresh.stages_run = set(new_stages(p0))
+    p2, info = fresh.choose(est, None, 2)
+    assert p2.structure() == p0.structure() and info["predicted_migration_s"] == 0.0  # known stages: no set-up
