@@ -425,10 +425,18 @@ def run_soak(cfg: SoakConfig, log: Callable[[str], None] = lambda s: None) -> So
                 break
             time.sleep(0.1)
         # the switch is idle now: on a veth, whatever the interface took must have been read (or
-        # counted as dropped) without waiting for another frame to come
-        idle = sp.control_stats()["ports"]
-        stuck = {num: _sysfs(sw_specs[num], "rx_packets") - idle[str(num)]["rx"] - idle[str(num)]["rx_overflow"]
-                 for num in kinds if kinds[num] != "udp"}
+        # counted as dropped) without waiting for another frame to come.  The interface counts a
+        # frame when the peer hands it over; the kernel may deliver it to the switch's socket a
+        # little later (softirq work, which a loaded machine defers), so frames still missing are
+        # looked at again for a few seconds: only what stays unread while nothing else arrives is
+        # stuck
+        for _ in range(30):
+            idle = sp.control_stats()["ports"]
+            stuck = {num: _sysfs(sw_specs[num], "rx_packets") - idle[str(num)]["rx"] - idle[str(num)]["rx_overflow"]
+                     for num in kinds if kinds[num] != "udp"}
+            if not any(stuck.values()):
+                break
+            time.sleep(0.1)
         # one marker frame (no route: the program drops it) per port; on UDP ports it brings the
         # kernel's overflow count up to date (the count comes with the next datagram read)
         marker = flood_frames(host_mac(7), host_ip(7), ctl.switch_mac, [UNROUTED_IP], n=1)[0]
