@@ -62,6 +62,14 @@ def load_flat(tensors: list[torch.Tensor], flat: torch.Tensor) -> None:
             a += n
 
 
+def warm_up_autograd() -> None:
+    """The first ``backward(gradient)`` of a process (what a pipeline stage runs) costs ~0.3 s
+    of CPU once (lazy initialisation in torch); under a 0.1-0.15 CPU quota that stalled the
+    first pipeline iteration of a run by 2-3 s. Pay it at start-up, outside the quotas."""
+    x = torch.ones(2, requires_grad=True)
+    (x * 2).backward(torch.ones(2))
+
+
 class MethodState:
     """One method's replica of the training state on this process."""
 
@@ -93,6 +101,7 @@ class Worker:
         torch.manual_seed(1)
         self.probe_model = digits.model_from(cfg["model"])
         self.numel = [sum(p.numel() for p in layer.parameters()) for layer in self.probe_model]
+        warm_up_autograd()
         if cfg.get("cgroups"):
             cgroups.join(cfg["cgroups"][rank])
 
