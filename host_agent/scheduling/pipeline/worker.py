@@ -96,7 +96,8 @@ class _Run:
         self.cfg, self.spec, self.rank, self.world = cfg, spec, rank, world
         stages = cut(build_layers(spec, cfg.seed), cfg.cuts)
         self.module = stages[rank]
-        self.opt = torch.optim.SGD(self.module.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+        params = list(self.module.parameters())  # a stage of pooling layers only has none
+        self.opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum) if params else None
         schedule = run["schedule"]
         self.torch_step = None
         if schedule in TORCH_SCHEDULES:
@@ -122,8 +123,9 @@ class _Run:
             loss = run_iteration(self.module, self.rank, self.world, self.rows_all, self.orders_all, self.cfg.B,
                                  x, y, self.spec.loss_sum, self.shapes, trace=trace)
         t_ops = time.perf_counter()
-        self.opt.step()
-        self.opt.zero_grad()
+        if self.opt is not None:
+            self.opt.step()
+            self.opt.zero_grad()
         t1 = time.perf_counter()
         if timed:
             self.times.append((t0, t1))

@@ -72,28 +72,42 @@ def layer_time(layers: list[dict], i: int, b, kind: str = "both") -> np.ndarray:
     return f if kind == "fwd" else g if kind == "bwd" else f + g
 
 
-def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int) -> list[int]:
+DEFAULT_OP_CPU_S = 1e-3  # CPU seconds a stage op costs beyond its layers inside a running pipeline
+
+
+def op_cpu(prof: dict) -> float:
+    """CPU seconds per op beyond the layers: the calibration's mean fixed cost per op, else
+    :data:`DEFAULT_OP_CPU_S` (what the calibration measured on the profiled host)."""
+    cal = prof.get("calibration") or {}
+    st = cal.get("stages") or []
+    if st:
+        return float(sum(x["fwd"]["alpha"] + x["bwd"]["alpha"] for x in st) / (2 * len(st)))
+    return DEFAULT_OP_CPU_S
+
+
+def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int = 4) -> list[int]:
     """Contiguous split of the layers over the stages (in order) minimising the slowest stage's
-    forward + backward time of the whole minibatch at its quota (chain DP)."""
+    time for the whole minibatch at its quota (chain DP): its layers' forward + backward CPU
+    plus the fixed CPU of ``m_ref`` forward and backward ops (:func:`op_cpu`), so that a slow
+    stage is not left with a pooling layer alone whose ops still cost their fixed part."""
     S = len(quotas)
     layers = prof["cpu"]["layers"]
     L = len(layers)
     if not 1 <= S <= L:
         raise ValueError(f"cannot split {L} layers into {S} stages")
-    per = np.array([float(layer_time(layers, i, B)) for i in range(L)])
-    cost = np.zeros((S, L + 1))  # prefix sums of per-layer time on stage s
-    for s, q in enumerate(quotas):
-        cost[s, 1:] = np.cumsum(per) / _speed(q)
+    per = np.concatenate([[0.0], np.cumsum([float(layer_time(layers, i, B)) for i in range(L)])])
+    fixed = 2 * m_ref * op_cpu(prof)
     INF = float("inf")
     best = np.full((S + 1, L + 1), INF)
     arg = np.zeros((S + 1, L + 1), dtype=int)
     best[0, 0] = 0.0
     for s in range(1, S + 1):
+        v = _speed(quotas[s - 1])
         for j in range(s, L - (S - s) + 1):
             for i in range(s - 1, j):
-                v = max(best[s - 1, i], cost[s - 1, j] - cost[s - 1, i])
-                if v < best[s, j]:
-                    best[s, j], arg[s, j] = v, i
+                c = max(best[s - 1, i], (per[j] - per[i] + fixed) / v)
+                if c < best[s, j]:
+                    best[s, j], arg[s, j] = c, i
     cuts, j = [], L
     for s in range(S, 1, -1):
         j = int(arg[s, j])
@@ -159,6 +173,12 @@ def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int
         sl = [float(cal["link_latency"])] * S
     info = dict(workload=prof["model"], cuts=cuts, quotas=quotas, static_bytes=static,
                 stash_bytes_per_sample=stash, profile=True, calibrated=use_cal)
+    if use_cal:
+        # the smallest microbatch the calibration measured: below it the in-situ fit is an
+        # extrapolation (it made plans with 1- and 2-sample microbatches look faster than they ran)
+        sizes = [min(st["measured"]["sizes"]) for st in cal["stages"] if st.get("measured")]
+        if sizes:
+            info["bmin"] = int(min(sizes))
     if any(q is not None and q < 1.0 for q in quotas):
         info["cfs"] = dict(quota=quotas, period_s=float(prof.get("cfs_period_s", DEFAULT_PERIOD_S)))
     return PipelineCosts.from_arrays(B, fa, fb, ba, bb, kn, sl, sb, None, None, tail, names=names, info=info)

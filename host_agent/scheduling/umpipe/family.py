@@ -7,14 +7,15 @@ which also gives each stage's peak of stashed samples; with a cost model built f
 the stage's memory is ``static + peak x stash_bytes_per_sample``. A candidate whose memory
 exceeds a stage's limit is never returned (``PlanFamily.best`` is None if nothing fits).
 
-Searches:
-* fill-drain: DGAP with ``dual=False`` (the runtime back-propagates through the graphs each
-  forward built, so a stage's backward microbatches retrace its forward ones), seeded with
-  every equal split; fill-drain stashes the whole minibatch whatever the split, so it either
-  fits or not;
-* 1f1b: per-stage microbatch counts by coordinate descent from the best equal 1F1B plan,
-  then first-improvement local search (shift samples between adjacent microbatches, split,
-  merge, change a stage's in-flight cap), seeded also with the fill-drain winner's rows.
+Searches (both order families alike, scored by :func:`..orders.expected_makespan` -- for
+CPU-quota stages the simulation of their CFS budgets): the pool holds every equal split,
+shaped rows shared by all stages (:func:`shaped_rows`) and, for fill-drain, DGAP's plan on
+the fluid recurrence (``dual=False``: the runtime back-propagates through the graphs each
+forward built, so a stage's backward microbatches retrace its forward ones); then per-stage
+coordinate descent on microbatch counts and local search (shift samples between adjacent
+microbatches, split, merge, re-split, in-flight cap; a third of the moves on all stages at
+once while they share a row). With a calibrated profile (``costs.info["bmin"]``) no
+microbatch is smaller than the smallest size the calibration measured.
 The baselines (GPipe and 1F1B with M equal microbatches on every stage, best M) are searched
 over the same memory limits, so comparisons are like for like.
 """
@@ -174,6 +175,7 @@ class _Search:
         self.costs, self.kind, self.mmax, self.limit = costs, kind, mmax, limit
         self.rng = np.random.default_rng(seed)
         self.default_cap = [costs.S - s for s in range(costs.S)]
+        self.bmin = int(costs.info.get("bmin", 1))
         self.seen: dict[tuple, float] = {}
         self.best: tuple | None = None  # (score, rows, cap)
 
@@ -183,6 +185,8 @@ class _Search:
     def score(self, rows, cap=None) -> float:
         cap = list(self.default_cap if cap is None else cap)
         k = self.key(rows, cap)
+        if k not in self.seen and min(min(r) for r in rows) < self.bmin:
+            self.seen[k] = float("inf")  # outside the sizes the cost model was calibrated on
         if k not in self.seen:
             c = evaluate(self.costs, rows, self.kind, cap=cap if self.kind == "1f1b" else None, limit=self.limit,
                          draws=SEARCH_DRAWS)
@@ -295,20 +299,41 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     if gb is not None:  # fill-drain stashes all of B: if one fill-drain plan fits, all do
         res = DGAP(pop=pop, gens=gens, mmax=mmax, dual=False, seed=seed).run(costs)
         rows = [[int(v) for v in r if v > 0] for r in res.X]
-        fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, top) or []
+        fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, 4 * top) or []
         if dual_check:
             dual_s = float(DGAP(pop=pop, gens=gens, mmax=mmax, dual=True, seed=seed).run(costs).makespan)
     starts = [fds[0].rows] if fds else []
-    ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, top) or []
+    ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, 4 * top) or []
     fd = fds[0] if fds else None
     of = ofs[0] if ofs else None
     both = sorted(fds + ofs, key=lambda c: c.predicted_s)
     # never worse than the equal baselines in the model: they are in the search pools, but a
     # search score from fewer phase draws may rank them differently from the full one
-    eq = [c for c in (gb, ob) if c is not None]
+    eq = [c for c in (gb, ob) if c is not None and min(c.rows[0]) >= int(costs.info.get("bmin", 1))]
+    as_umpipe = lambda c: Candidate(f"UMPIPE {c.kind} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
+                                    c.peak_samples, c.memory_bytes, c.fits, c.cap)
     best = best_of([c for c in (fd, of) if c is not None] + eq)
     if best is not None and best in eq:
-        best = Candidate(f"UMPIPE {best.kind} (equal)", best.kind, best.rows, best.orders, best.predicted_s,
-                         best.peak_samples, best.memory_bytes, best.fits, best.cap)
+        best = as_umpipe(best)
         both = [best] + both
-    return PlanFamily(best, fd, of, gb, ob, dual_s, g + o, both[:top])
+    tops = _diverse(both, top)
+    # The family's best equal split is always among the plans to measure: the calibrated model
+    # is off by ~5 % per plan, more than most predicted gains of unequal plans (1-4 %), so a
+    # measured choice needs the safe plan too (same number of candidates as the baselines').
+    safe = best_of(eq)
+    if top >= 2 and safe is not None and not any(c.kind == safe.kind and c.rows == safe.rows for c in tops):
+        tops = sorted(tops[:top - 1] + [as_umpipe(safe)], key=lambda c: c.predicted_s)
+    return PlanFamily(best, fd, of, gb, ob, dual_s, g + o, tops)
+
+
+def _diverse(cands: list[Candidate], k: int, rel: float = 0.003) -> list[Candidate]:
+    """The k fastest plans whose predicted times differ by more than ``rel`` from every plan
+    kept before them (near-ties of the same plan with a moved sample or a different in-flight
+    cap would measure the same thing k times)."""
+    out: list[Candidate] = []
+    for c in cands:
+        if all(abs(c.predicted_s - x.predicted_s) > rel * x.predicted_s for x in out):
+            out.append(c)
+        if len(out) == k:
+            break
+    return out

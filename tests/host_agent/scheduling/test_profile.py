@@ -39,12 +39,17 @@ def test_choose_cuts_is_the_best_contiguous_split():
     B, quotas = 16, [0.5, 0.25]
     cuts = costs.choose_cuts(prof, quotas, B)
 
+    fixed = 2 * 4 * costs.DEFAULT_OP_CPU_S  # 4 forward and 4 backward ops' fixed CPU (uncalibrated)
+
     def worst(c):
         bounds = [0, *c, 6]
-        return max(sum(float(costs.layer_time(prof["cpu"]["layers"], i, B)) for i in range(lo, hi)) / q
+        return max((sum(float(costs.layer_time(prof["cpu"]["layers"], i, B)) for i in range(lo, hi)) + fixed) / q
                    for q, lo, hi in zip(quotas, bounds, bounds[1:]))
 
     assert worst(cuts) == pytest.approx(min(worst([k]) for k in range(1, 6)))
+    # a calibration's measured fixed cost per op replaces the default
+    prof["calibration"] = dict(cuts=[3], stages=[dict(fwd=dict(alpha=0.002), bwd=dict(alpha=0.004))] * 2)
+    assert costs.op_cpu(prof) == pytest.approx(0.003)
 
 
 def test_build_turns_cpu_seconds_into_fluid_times_and_carries_the_cfs_budget():

@@ -88,3 +88,23 @@ def test_top_plans_are_distinct_and_ranked_and_quota_stages_use_the_budget_model
 
     assert fam.best.predicted_s == pytest.approx(expected_makespan(c, fam.best.rows, fam.best.orders))
     assert fam.best.predicted_s != pytest.approx(schedule(c, fam.best.rows, orders=fam.best.orders).makespan)
+
+
+def test_no_microbatch_below_the_calibrated_sizes():
+    # a cheap fixed cost per op: unconstrained, the search likes 1- and 2-sample microbatches
+    c = PipelineCosts.from_arrays(32, [0.0002, 0.0002, 0.004], [0.001, 0.001, 0.002])
+    c.info.update(static_bytes=[0.0] * 3, stash_bytes_per_sample=[1.0] * 3)
+    free = family.plan(c, mmax=16, pop=16, gens=10, evals=300, dual_check=False)
+    assert min(min(r) for r in free.best.rows) < 4
+    c.info["bmin"] = 4
+    fam = family.plan(c, mmax=16, pop=16, gens=10, evals=300, dual_check=False)
+    for cand in [fam.best, *fam.top]:
+        assert min(min(r) for r in cand.rows) >= 4
+
+
+def test_the_best_equal_split_is_among_the_plans_to_measure():
+    c = _costs()
+    fam = family.plan(c, mmax=8, pop=16, gens=10, evals=150, dual_check=False, top=3)
+    safe = min((fam.gpipe_best, fam.f1b_best), key=lambda x: x.predicted_s)
+    assert any(x.kind == safe.kind and x.rows == safe.rows for x in fam.top)
+    assert [x.predicted_s for x in fam.top] == sorted(x.predicted_s for x in fam.top)
