@@ -29,7 +29,7 @@ from ..run_options import QuotaRunOptions
 from .costs import profile_layers
 from .plan import ExecPlan
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped,
-                      measured_speeds, static_set)
+                      static_set)
 from .quotas import SlotQuotas, quota_trace, run_prefix
 
 
@@ -158,7 +158,7 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 T = float(np.mean(iters)) + mig / cfg.iters
                 cost = float(price[list(act)].sum()) * T
                 pl.observe_cost(cost)
-                seen = measured_speeds(meas)
+                seen = est[m].implied_speeds(meas, plan)
                 qmoved = jumped(est[m].speed, seen, act)
                 pl.observe(plan, info["predicted_s"], float(np.mean(iters)), qmoved)
                 pl.observe_setup(plan, iters)

@@ -54,11 +54,35 @@ class Estimates:
     mig_bw: float  # bytes/s of migrations
     latency: float = 2e-4
     history: list = field(default_factory=list)
+    # (rank, lo, hi) -> (the stage's measured speed, the process's whole-model speed then)
+    stage_ref: dict = field(default_factory=dict)
+
+    def implied_speeds(self, meas: list[dict], plan: ExecPlan) -> list[float | None]:
+        """Each process's whole-model speed as this slot measured it. A replica or an idle
+        probe measures it directly. A pipeline stage measures only its layers, and the
+        profile's split of the work between layers is off by up to 3x (layers timed one by
+        one), so its figure is used only against the same stage's earlier run: the process's
+        speed then x (stage speed now / stage speed then); a stage run for the first time
+        tells nothing (None)."""
+        raw = measured_speeds(meas)
+        out = list(raw)
+        for g in plan.groups:
+            if len(g.ranks) > 1:
+                for k, r in enumerate(g.ranks):
+                    ref = self.stage_ref.get((r, g.bounds[k], g.bounds[k + 1]))
+                    out[r] = None if ref is None or raw[r] is None else ref[1] * raw[r] / ref[0]
+        return out
 
     def update(self, meas: list[dict], plan: ExecPlan, model_bytes: float, ema: float = 0.5) -> None:
-        for r, v in enumerate(measured_speeds(meas)):
+        raw = measured_speeds(meas)
+        for r, v in enumerate(self.implied_speeds(meas, plan)):
             if v is not None:
                 self.speed[r] = track_speed(self.speed[r], v, ema)
+        for g in plan.groups:  # the stages' references: their speed now, against the process's
+            if len(g.ranks) > 1:
+                for k, r in enumerate(g.ranks):
+                    if raw[r] is not None:
+                        self.stage_ref[(r, g.bounds[k], g.bounds[k + 1])] = (raw[r], float(self.speed[r]))
         G = len(plan.groups)
         sync = allreduce_times(meas, plan)
         if G > 1 and sync:
@@ -72,7 +96,7 @@ class Estimates:
             self.mig_bw = ema * moved / max(t, 1e-6) + (1 - ema) * self.mig_bw
 
     def copy(self) -> Estimates:
-        return Estimates(self.speed.copy(), self.sync_bw, self.mig_bw, self.latency)
+        return Estimates(self.speed.copy(), self.sync_bw, self.mig_bw, self.latency, stage_ref=dict(self.stage_ref))
 
 
 def measured_speeds(meas: list[dict]) -> list[float | None]:

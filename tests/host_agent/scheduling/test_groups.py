@@ -286,3 +286,18 @@ def test_a_new_pipeline_stage_costs_its_learnt_setup_once():
     fresh.stages_run = set(new_stages(p0))
     p2, info = fresh.choose(est, None, 2)
     assert p2.structure() == p0.structure() and info["predicted_migration_s"] == 0.0  # known stages: no set-up
+
+
+def test_a_pipeline_stage_informs_the_speed_only_against_its_own_earlier_run():
+    from host_agent.scheduling.groups.planner import Estimates
+
+    def meas(work, s):
+        return dict(work=work, compute_s=s, phases=[[0, s, s, s]], sync=[], sync_s=[], migration_bytes_in=0,
+                    migration=[0.0, 0.0], probe_speed=None)
+    pipe = ExecPlan((Group((0, 1), (0, 2, 6), 32, 128),), 6)
+    est = Estimates(np.array([0.5, 0.5]), 1.0, 1.0)
+    # the profile gives stage 0 too little work: it looks 3x faster than the process is
+    est.update([meas(0.3, 0.2), meas(0.1, 0.2)], pipe, 1e6)
+    np.testing.assert_allclose(est.speed, [0.5, 0.5])  # first run of these stages: nothing learnt
+    est.update([meas(0.3, 0.4), meas(0.1, 0.2)], pipe, 1e6)  # stage 0 now takes twice as long
+    assert est.speed[0] == pytest.approx(0.25) and est.speed[1] == pytest.approx(0.5)
