@@ -100,14 +100,24 @@ def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, se
 
 
 def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_push: float = 0.1,
-                   theta: float = 0.3, samples=None, comm: float = 0.0, seed: int = 0) -> Grouping:
+                   theta: float = 0.3, samples=None, comm: float = 0.0, seed: int = 0,
+                   objective: str = "linear") -> Grouping:
     """Optimal contiguous grouping of workers sorted by ``tau`` (see the module docstring).
 
     With no straggler (``max tau <= (1 + theta) median tau``) everybody forms one group, i.e.
     plain synchronous training. ``c_push`` is the server time per global update in the same
     unit as ``tau``. ``samples``/``comm``: see :func:`segment_periods` (periods then include
     random stragglers and the intra-group all-reduce).
+
+    ``objective="linear"`` minimises ``J`` (idle fraction + ``lam`` x server busy fraction).
+    ``objective="throughput"`` maximises the samples per second the grouping lets through,
+    ``sum_g k_g / P_g`` divided by ``max(1, rho)`` with the server's load
+    ``rho = c_push sum_g 1/P_g`` (a saturated server slows every group down; an idle one
+    costs nothing): ``J = 1 - throughput / sum_i 1/tau_i``, the fraction of the workers'
+    compute lost to waiting in groups or at the server. ``lam`` is then unused.
     """
+    if objective not in ("linear", "throughput"):
+        raise ValueError(f"unknown grouping objective {objective!r} (linear, throughput)")
     t = np.asarray(tau, dtype=float)
     flags = straggler_flags(t, theta)
     if not (lam >= 0 and s_max >= 0 and g_max >= 1 and c_push >= 0 and comm >= 0):
@@ -135,7 +145,10 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
         idle = (per - ts[None, :]).sum(axis=1) / tot
         rate = np.where(is_end, 1.0 / per, 0.0).sum(axis=1)
         slow = per[:, -1]
-        J = idle + lam * c_push * rate
+        if objective == "throughput":
+            J = 1.0 - (1.0 / per).sum(axis=1) / np.sum(1.0 / ts) / np.maximum(1.0, c_push * rate)
+        else:
+            J = idle + lam * c_push * rate
         J = np.where(slow * rate - 1.0 <= s_max + 1e-9, J, np.inf)
         k = int(np.argmin(J))
         if not np.isfinite(J[k]):

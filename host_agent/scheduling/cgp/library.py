@@ -51,6 +51,7 @@ class CGPConfig(QuotaRunOptions):
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
     c_push: float | None = None  # server seconds per global update; None: measured by the server each phase
+    objective: str = "throughput"  # grouping: samples/s with a saturating server, or "linear" (idle + lam x busy)
     theta: float = 0.3
     snapshot_s: float = 0.5
 

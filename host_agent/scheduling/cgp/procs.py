@@ -160,7 +160,8 @@ class Proc:
             self.log.setdefault("c_push", []).append(c_push)
             if self.mode == "cgp":
                 gr = segment_groups(tau_np, float(self.cfg["lam"]), float(self.cfg["s_max"]), 4,
-                                    c_push, float(self.cfg["theta"]))
+                                    c_push, float(self.cfg["theta"]),
+                                    objective=self.cfg.get("objective", "throughput"))
                 pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
                                key=lambda p: min(p[0]))
                 groups, expected = [p[0] for p in pairs], [float(p[1]) for p in pairs]

@@ -90,3 +90,21 @@ def test_cgp_measures_alone_first_then_groups_with_the_servers_measured_cost():
     log = json.load(open(os.path.join(res["out_dir"], "rank0.json")))
     assert log["c_push"] and all(c > 0 for c in log["c_push"])  # measured by the server, not the default
     assert res["max_staleness"] <= 8
+
+
+def test_throughput_grouping_merges_only_for_a_busy_server_or_the_staleness_bound():
+    from host_agent.scheduling.cgp.grouping import segment_groups
+    tau = [1.0, 1.3, 2.0, 3.5]
+    # an idle server and no binding bound: nobody waits for anybody
+    g = segment_groups(tau, s_max=100, c_push=0.01, objective="throughput")
+    assert sorted(g.groups) == [(0,), (1,), (2,), (3,)]
+    # a server that 4 singletons would saturate (rho = 2.56 x 0.5 > 1): merging pays
+    g = segment_groups(tau, s_max=100, c_push=0.5, objective="throughput")
+    assert g.G < 4
+    # the bound: the 3.5 straggler alone sees 3.5 x (1 + 1/1.3 + 1/2 + 1/3.5) - 1 = 7.9 updates
+    g = segment_groups(tau, s_max=6, c_push=0.01, objective="throughput")
+    assert g.G < 4 and max(g.staleness) <= 6 + 1e-9
+    # the linear objective with lam = 1 merges the idle server's workers all the same
+    assert segment_groups(tau, lam=1.0, s_max=100, c_push=0.3).G < 4
+    with pytest.raises(ValueError, match="objective"):
+        segment_groups(tau, objective="nope")
