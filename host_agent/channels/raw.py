@@ -32,6 +32,7 @@ import os
 import select
 import socket
 import struct
+import threading
 
 from .base import FramePort, PortClosed, PortError
 
@@ -71,6 +72,7 @@ class RawSocketPort(FramePort):
         self._buf = bytearray(MAX_FRAME)
         self._view = memoryview(self._buf)
         self._kernel_drops = 0
+        self._drops_lock = threading.Lock()   # the kernel resets its count on each read
 
     def send(self, frame: bytes) -> None:
         if self.closed:
@@ -167,13 +169,14 @@ class RawSocketPort(FramePort):
         return out
 
     def rx_overflow(self) -> int:
-        if not self.closed:
-            try:
-                _packets, drops = struct.unpack("=II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
-                self._kernel_drops += drops
-            except OSError:
-                pass
-        return self._kernel_drops
+        with self._drops_lock:      # two readers at once would lose one's share of the count
+            if not self.closed:
+                try:
+                    _packets, drops = struct.unpack("=II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+                    self._kernel_drops += drops
+                except OSError:
+                    pass
+            return self._kernel_drops
 
     def check_link(self) -> None:
         if self.closed:
