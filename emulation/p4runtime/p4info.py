@@ -464,7 +464,8 @@ def p4info_from_program(program_or_info: Any) -> Any:
             vs.size = e.size
         elif e.kind == "action_profile":
             # p4c: @max_group_size goes into max_group_size (selectors only), not the annotations
-            ann = {k: v for k, v in e.annotations.items() if k != "max_group_size"}
+            ann = {k: v for k, v in e.annotations.items()
+                   if k not in ("max_group_size", "selector_size_semantics", "max_member_weight")}
             ap = p.action_profiles.add()
             _preamble(ap.preamble, sym, "action_profile", e.name, ann)
             # p4c keeps the tables of a profile in a set of names (P4RuntimeArchHandlerCommon's
@@ -475,6 +476,15 @@ def p4info_from_program(program_or_info: Any) -> Any:
             ap.size = e.size
             if "max_group_size" in e.annotations and ap.with_selector:
                 ap.max_group_size = int(e.annotations["max_group_size"].strip(), 0)
+                # p4c then states the group size's meaning: sum of weights unless
+                # @selector_size_semantics("sum_of_members") (with @max_member_weight)
+                sem = e.annotations.get("selector_size_semantics", "").strip().strip('"').lower()
+                if sem == "sum_of_members":
+                    ap.sum_of_members.SetInParent()
+                    if "max_member_weight" in e.annotations:
+                        ap.sum_of_members.max_member_weight = int(e.annotations["max_member_weight"].strip(), 0)
+                else:
+                    ap.sum_of_weights.SetInParent()
         elif e.kind == "register":
             r = p.registers.add()
             _preamble(r.preamble, sym, "register", e.name, e.annotations)

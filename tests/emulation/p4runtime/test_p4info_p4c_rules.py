@@ -417,6 +417,16 @@ def test_profiles_built_in_the_table_take_the_property_name(tmp_path):
     assert list(prof["member_pool"].preamble.annotations) == ["@note(1)"]
     assert (prof["spread"].with_selector, prof["spread"].max_group_size, prof["spread"].size) == (True, 8, 32)
     assert not prof["spread"].preamble.annotations
+    # with @max_group_size p4c states its meaning: a sum of weights unless the program says otherwise
+    # (p4c 1.2.4.8 on its action_profile_max_group_size_annotation.p4 writes `sum_of_weights {}`)
+    assert prof["spread"].WhichOneof("selector_size_semantics") == "sum_of_weights"
+    assert prof["member_pool"].WhichOneof("selector_size_semantics") is None
+    members = IN_PLACE_PROFILES.replace("@max_group_size(8)", '@max_group_size(8) @selector_size_semantics("sum_of_members") '
+                                        "@max_member_weight(4)")
+    p = _p4info(tmp_path, members)
+    spread = next(a for a in p.action_profiles if a.preamble.name == "spread")
+    assert spread.WhichOneof("selector_size_semantics") == "sum_of_members"
+    assert spread.sum_of_members.max_member_weight == 4 and not spread.preamble.annotations
     ids = {t.preamble.name: t.implementation_id for t in p.tables}
     assert ids == {"I.members_only": prof["member_pool"].preamble.id, "I.hashed": prof["spread"].preamble.id}
 
