@@ -249,6 +249,8 @@ class CallsMixin:
             s = (scope.root() if f.top else scope).lookup(f.name)
             if s is None:
                 raise self.err(f"{f.name}: undeclared identifier", f)
+            if isinstance(s, TypeSym) and s.func is not None:
+                s = s.func
             if isinstance(s, ActionSym):
                 if getattr(getattr(self, "_cur_fn", None), "kind", None) == "parser-state":
                     # p4c (type checking): a parser may not call an action (spec 13: a parser

@@ -127,7 +127,11 @@ class DeclarationsMixin:
         elif isinstance(d, A.ExternFunction):
             self.check_no_block_params(d.params, d.type_params)
             s = g.syms.get(name)
-            if isinstance(s, ExternFuncSym):
+            if isinstance(s, TypeSym) and isinstance(s.ty, (A.ParserDecl, A.ControlDecl)):
+                if s.func is None:
+                    s.func = ExternFuncSym([])
+                s.func.decls.append(d)
+            elif isinstance(s, ExternFuncSym):
                 s.decls.append(d)
             else:
                 g.syms[name] = ExternFuncSym([d])
@@ -136,9 +140,13 @@ class DeclarationsMixin:
             if name in g.syms and isinstance(g.syms[name], TypeSym) and isinstance(g.syms[name].ty, A.BlockTypeDecl) \
                     and not isinstance(d, A.BlockTypeDecl):
                 pass
-            elif name in g.syms:
+            elif name in g.syms and not (isinstance(g.syms[name], ExternFuncSym)
+                                         and isinstance(d, (A.ParserDecl, A.ControlDecl))):
                 raise self.err(f"{name} is already declared", d)
-            g.syms[name] = TypeSym(d)
+            # (a parser or control may take an extern function's name, as p4c's
+            # issue1653-complex-bmv2.p4 does with verify_checksum: calls still reach the function)
+            prev = g.syms.get(name)
+            g.syms[name] = TypeSym(d, func=prev if isinstance(prev, ExternFuncSym) else None)
         elif isinstance(d, A.ActionDecl):
             self._check_redecl(name, d, g)
             self.check_no_block_params(d.params, [])

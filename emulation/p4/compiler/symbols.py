@@ -39,6 +39,7 @@ class Const:
 @dataclass
 class TypeSym:
     ty: Any                     # Ty, or a declaration (extern/parser/control/package) for generic ones
+    func: Any = None            # an extern function of the same name (p4c allows both): what calls reach
 
 
 @dataclass

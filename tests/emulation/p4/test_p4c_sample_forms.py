@@ -97,6 +97,38 @@ V1Switch(p(), VC(), I(), E(), C(), D()) main;
     assert sw.process(0, bytes([0x41, 0, 9])) == [(3, bytes([0x41, 0x42, 9]))]
 
 
+def test_a_control_may_take_the_name_of_an_extern_function():
+    # p4c accepts a control named like v1model's verify_checksum (its issue1653-complex-bmv2.p4):
+    # the package argument is the control.  (A call of that name after the declaration does not
+    # parse, in p4c either: the lexer takes the name as a type from there on.)
+    text = INCLUDES + """
+header h_t { bit<8> a; bit<8> b; }
+struct headers { h_t h; }
+struct meta_t { }
+parser P(packet_in pkt, out headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control verify_checksum(inout headers hdr, inout meta_t m) { apply { } }
+control I(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 2; }
+}
+control E(inout headers hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers hdr, inout meta_t m) {
+    apply { update_checksum(true, { hdr.h.a }, hdr.h.b, HashAlgorithm.identity); }
+}
+control D(packet_out pkt, in headers hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), verify_checksum(), I(), E(), C(), D()) main;
+"""
+    sw = switch_from_source(text, "prog.p4")
+    assert sw.process(0, bytes([0x41, 0, 9])) == [(2, bytes([0x41, 0x41, 9]))]
+
+
+def test_a_control_still_may_not_reuse_another_controls_name(tmp_path):
+    text = INCLUDES + V1_BLOCKS + "control I(inout headers hdr) { apply { } }\n"
+    with pytest.raises(P4Error, match="I is already declared"):
+        compile_source(text, "prog.p4")
+
+
 SERENUM_TOP = "enum bit<8> kind_t { A = 0x0A, B = 0x0B }"
 
 
