@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from testsupport import p4rt_paths
+from testsupport.hand_clock import HandClock
 
 from emulation.p4runtime.device import Device
 from emulation.p4runtime.p4info import p4info_from_program
@@ -29,22 +30,6 @@ WAIT = 10.0             # bound on waiting for a message (s); never reached when
 H1, H2 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 
 
-class HandClock:
-    """A clock (seconds) that moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.t = 5000.0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.t
-
-    def advance(self, ms: float) -> None:
-        with self._lock:
-            self.t += ms / 1000
-
-
 def ipv4(src: bytes, dst: bytes, payload: bytes = b"flow") -> bytes:
     ip = bytes([0x45, 0]) + (20 + len(payload)).to_bytes(2, "big") + bytes(4) + bytes([64, 17]) \
         + bytes(2) + src + dst
@@ -57,7 +42,7 @@ def key(src: bytes, dst: bytes) -> dict[str, int]:
 
 @pytest.fixture
 def env():
-    clock = HandClock()
+    clock = HandClock(5000.0)
     sent: list = []
     dev = Device(device_id=1, cpu_port=CPU_PORT, transmit=lambda p, f: sent.append((p, f)),
                  switch_kw={"clock": clock})

@@ -8,12 +8,12 @@ clock steps, not by how fast the machine runs; the sweeper thread still runs in 
 so waits for a notification are bounded (generously) but never measured."""
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 from google.rpc import code_pb2
 from testsupport import p4rt_paths
+from testsupport.hand_clock import HandClock
 
 from emulation.p4runtime.device import Device
 from emulation.p4runtime.idle_timeout import MAX_SWEEP_S, MIN_SWEEP_S, sweep_period_s
@@ -28,22 +28,6 @@ SOURCE = PROGRAM.read_bytes()
 P4INFO = p4info_from_program(load_switch(str(PROGRAM)))
 MS = 1_000_000            # ns
 WAIT = 10.0               # bound on waiting for a notification (s); never reached when things work
-
-
-class HandClock:
-    """A clock (seconds) that moves only when the test says so."""
-
-    def __init__(self) -> None:
-        self.t = 1000.0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.t
-
-    def advance(self, ms: float) -> None:
-        with self._lock:
-            self.t += ms / 1000
 
 
 def frame(dst: int, src: int = 0x02_00_00_00_00_99) -> bytes:
