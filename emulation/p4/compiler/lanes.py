@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import re
 import symtable
 import sys
 import textwrap
@@ -297,6 +298,32 @@ class LanesMixin:
         return name, ":"
 
 
+_READ_COPY = re.compile(r"(\w+) = (\w+\[:, \w+\])\.copy\(\)")
+_OPS = r"(?:[-+^&|*]|>>|<<)"
+
+
+def _without_needless_copies(lines: list[str]) -> list[str]:
+    """Drop the ``.copy()`` of a register read ``x = bank[:, i].copy()`` where the view cannot
+    be seen changed: ``x`` is used only as an operand of arithmetic (a fresh array) before the
+    group writes ``bank[:, i]`` again, and not at all after that write (nor after the group).
+    Saves one array copy per read (SA-ATP's add: read, add, write back)."""
+    out = list(lines)
+    for r, line in enumerate(out):
+        m = _READ_COPY.fullmatch(line)
+        if m is None:
+            continue
+        x, sel = m.groups()
+        bank = sel.split("[", 1)[0] + "["          # any write to the bank ends the view's life
+        w = next((j for j in range(r + 1, len(out)) if out[j].startswith(bank) and " = " in out[j]), len(out))
+        word = re.compile(rf"\b{x}\b")
+        if any(word.search(ln) for ln in out[w + 1:]) or (w < len(out) and word.search(out[w].split(" = ", 1)[1])):
+            continue
+        consumed = re.compile(rf"\({x} {_OPS} |{_OPS} {x}\)")
+        if all(len(word.findall(ln)) == len(consumed.findall(ln)) for ln in out[r + 1:w]):
+            out[r] = f"{x} = {sel}"
+    return out
+
+
 class _LaneGen:
     """Numpy code for the statements of lane 0, where ``varying`` marks the name chains that
     change from lane to lane (id(node) -> the chain in each lane)."""
@@ -319,6 +346,7 @@ class _LaneGen:
         self.ranges: dict[str, tuple[int, int]] = {}
         self.selectors: dict[str, str] = {}
         self.dead: set[str] = set()          # locals nothing reads after the group
+        self.counts: dict[str, str] = {}     # vector name -> the name holding its count_nonzero
 
     # ------------------------------------------------------------ output
     def guard_lines(self):
@@ -344,7 +372,18 @@ class _LaneGen:
             elif f["dirty"]:
                 targets = ", ".join(f"{f['parent']}.{n}" for n in f["names"])
                 tail.append(f"{targets}, = {f['py']}.tolist()")
-        return self.out + tail
+        return _without_needless_copies(self.out + tail)
+
+    def count_nonzero(self, code: str) -> str:
+        """``np.count_nonzero(code)``; for a named vector, computed once until it is assigned
+        again (SA-ATP's overflow flags are counted by the saturating select and by the OR)."""
+        if not code.isidentifier():
+            return f"np.count_nonzero({code})"
+        name = self.counts.get(code)
+        if name is None:
+            name = self.counts[code] = self.c.fresh("nz")
+            self.out.append(f"{name} = np.count_nonzero({code})")
+        return name
 
     # ------------------------------------------------------------ checks
     def _bits(self, t) -> Bits:
@@ -411,6 +450,7 @@ class _LaneGen:
                     raise _NoLanes(f"{ch} is read as a lane-invariant value")
                 self.assigned_chains.add(ch)
             self.out.append(f"{f['py']} = {code}")
+            self.counts.pop(f["py"], None)
             f["dirty"] = True
         else:
             ent = self.vec_locals.get(key)
@@ -422,6 +462,7 @@ class _LaneGen:
                 self.vec_locals[key] = ent
                 self.assigned_chains.add(key)
             self.out.append(f"{ent[0]} = {code}")
+            self.counts.pop(ent[0], None)
             self.ranges[ent[0]] = self._range(code, ty)
             self.selectors.pop(ent[0], None)    # only expressions carry selectors (never stale)
 
@@ -453,7 +494,7 @@ class _LaneGen:
         lo, hi = self._range(code, ty)
         if rhs.op == "|" and 0 <= lo and hi <= 1:
             # an OR of flags (SA-ATP's overflow bits): count_nonzero is 3x cheaper than a reduce
-            red = f"(1 if np.count_nonzero({code}) else 0)"
+            red = f"(1 if {self.count_nonzero(code)} else 0)"
         else:
             red = f"int({_REDUCE[rhs.op]}.reduce({code}))"
         self.out.extend(assign(f"({lc} {rhs.op} {red})"))
@@ -663,7 +704,7 @@ class _LaneGen:
                     if sel.isidentifier():
                         # lanes rarely select y (SA-ATP: only a saturating lane), so y is computed
                         # only when some lane does: one count instead of y's operations and a where
-                        code = f"({code} if np.count_nonzero({sel}) else {xc})"
+                        code = f"({code} if {self.count_nonzero(sel)} else {xc})"
                     return self._note(code, (min(xl, yl), max(xh, yh))), mt
         return None
 

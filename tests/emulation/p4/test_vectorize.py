@@ -293,3 +293,29 @@ def test_errors_in_lane_groups_are_reported_as_without_vectorisation(vec):
     from emulation.p4.errors import P4Error
     with pytest.raises(P4Error, match="14:4: hdr is read-only"):
         compile_ast(parse_source(_READONLY_LANES, "x"), "x", vectorize=vec)
+
+
+def test_register_read_copies_are_dropped_only_where_no_one_can_see_the_write():
+    from emulation.p4.compiler.lanes import _without_needless_copies as drop
+    read = "x = bank[:, i].copy()"
+    # read, arithmetic, write back (SA-ATP's add): the copy goes
+    assert drop([read, "s = ((x + f) & 255)", "o = ((x ^ s) >> 7)", "bank[:, i] = s"])[0] == "x = bank[:, i]"
+    # never written in the group: the view is only read
+    assert drop([read, "s = (x + f)"])[0] == "x = bank[:, i]"
+    # x itself could outlive the write: an alias, a use after it, a live-out tail, written back itself
+    for rest in (["y = x", "bank[:, i] = s"], ["s = (x + f)", "bank[:, i] = s", "t = (x + 1)"],
+                 ["s = (x + f)", "bank[:, i] = s", "meta.a = int(x[-1])"], ["bank[:, i] = x"],
+                 ["s = (f if n else x)", "bank[:, i] = (s + 1)"]):
+        assert drop([read] + rest)[0] == read, rest
+    # any write to the bank counts (another index may be the same slot)
+    assert drop([read, "bank[:, j] = f", "s = (x + f)"])[0] == read
+
+
+def test_saatp_add_reads_its_slot_once_and_counts_overflow_once():
+    from emulation.v1model.load import compile_file
+    src = compile_file(str(ROOT / "p4src" / "saatp.p4")).source.splitlines()
+    start = next(i for i, ln in enumerate(src) if "def _a_add_slot" in ln)
+    end = next(i for i in range(start + 1, len(src)) if src[i].lstrip().startswith("def "))
+    body = "\n".join(src[start:end])
+    assert body.count("np.count_nonzero(") == 1, body
+    assert ".copy()" not in body, body
