@@ -9,7 +9,7 @@ from typing import Optional
 from .. import nodes as A
 from ..errors import P4Unsupported
 from ..info import ActionInfoP, ExternInstanceInfo, ParamInfo, ValueSetField
-from ..types import AnyT, Bits, BlockT, ExternT, StructT, TypeVarT, ValueSetT, VoidT, is_composite
+from ..types import AnyT, Bits, BlockT, BoolT, EnumT, ExternT, StructT, TypeVarT, ValueSetT, VoidT, is_composite
 from .declarations import serializable_enum_name
 from .source_writer import Out
 from .symbols import ActionSym, Const, FnCtx, FuncSym, InstSym, Scope, TableSym, TypeSym, Var
@@ -56,6 +56,25 @@ class BlocksMixin:
             if outs and isinstance(s.ret, VoidT):
                 o(f"return ({', '.join(outs)},)")
         self._fn_sink.append(o)
+
+    def _check_control_plane_params(self, d, scope: Scope) -> None:
+        """The directionless parameters of a table's actions come from the control plane: p4c
+        (P4Runtime serializer) allows only bit<W>, int<W>, bool, a ``type`` or a serializable
+        enum there, and reports it at the parameter before the action bodies' own errors."""
+        for loc in d.locals:
+            if not isinstance(loc, A.TableDecl):
+                continue
+            for ref in loc.actions:
+                s = scope.lookup(ref.name)
+                if not isinstance(s, ActionSym):
+                    continue
+                for p in s.decl.params:
+                    if p.direction:
+                        continue
+                    ty = self.resolve_type(p.type, scope)
+                    if not (isinstance(ty, (Bits, BoolT)) or (isinstance(ty, EnumT) and ty.repr is not None)):
+                        raise self.err(f"Action parameter {p.name} has a type which is not bit<>, int<>, bool, "
+                                       f"type or serializable enum", p)
 
     def gen_action(self, a: ActionSym, scope: Scope, out: Out, cells: list[str]) -> None:
         d = a.decl
@@ -346,6 +365,7 @@ class BlocksMixin:
         self._lane_banks, self._lane_bank_lines = {}, []     # register banks of vectorised lanes
         # the scalar code of vectorised lane groups, as functions beside the actions (lanes.py)
         self._lane_fallbacks, self._lane_cells, self._lane_fb_indent = [], set(cells), o.ind
+        self._check_control_plane_params(d, inner)
         # actions (in declaration order), then tables
         for idx, loc in enumerate(d.locals):
             self._cp_item = getattr(self, "_cp_order", ()) + (idx,)

@@ -53,8 +53,10 @@ class CallsMixin:
             s.specs[key] = spec
         return spec
 
-    def bind_args(self, params: list, args: list, call: A.Node, what: str) -> list:
-        """Match call arguments to parameters (positional or by name); defaults fill in."""
+    def bind_args(self, params: list, args: list, call: A.Node, what: str, decl: A.Node | None = None) -> list:
+        """Match call arguments to parameters (positional or by name); defaults fill in.
+        ``decl``: a package's declaration, where p4c reports a wrong argument count (the
+        instantiation comes second, as "Originating from")."""
         if any(a.name for a in args):
             by = {a.name: a for a in args}
             out = []
@@ -72,6 +74,9 @@ class CallsMixin:
                 raise self.err(f"{what}: no parameter named {next(iter(by))}", call)
             return out
         if len(args) > len(params):
+            if decl is not None:
+                raise self.err(f"{what}: {len(args)} arguments supplied while {len(params)} are expected "
+                               f"(the instantiation at {call.loc})", decl)
             raise self.err(f"{what}: too many arguments: expected {len(params)}, got {len(args)}", call)
         out = list(args)
         for p in params[len(args):]:

@@ -274,7 +274,10 @@ class DeclarationsMixin:
             if isinstance(ft, VarBit) and not isinstance(d, A.HeaderDecl):
                 raise self.err("varbit fields are only allowed in headers", f)
             if isinstance(ft, VarBit) and any(isinstance(t, VarBit) for _, _, t in fields):
-                raise self.err("a header can have only one varbit field", f)
+                first = next(x for x, (_, _, t) in zip(d.fields, fields) if isinstance(t, VarBit))
+                # (p4c: at the first of them, "x and u: multiple varbit fields in a header")
+                raise self.err(f"{first.name} and {f.name}: multiple varbit fields in a header; a header can "
+                               "have only one varbit field", first)
             if isinstance(d, A.HeaderDecl) and not isinstance(ft, (Bits, BoolT, VarBit)) and not (
                     isinstance(ft, EnumT) and ft.repr is not None) and not self._flat_struct(ft):
                 raise self.err(f"header field {f.name} must be bit<W>, int<W>, bool or a serializable enum, "

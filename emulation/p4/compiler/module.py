@@ -33,7 +33,7 @@ class ModuleMixin:
                 self.hooks.extern_instance(self, sym, sym.decl.args, body, self.glob)
         blocks = []
         params = pkg.decl.params
-        bound = self.bind_args(params, main.decl.args, main.decl, f"package {pkg.decl.name}")
+        bound = self.bind_args(params, main.decl.args, main.decl, f"package {pkg.decl.name}", decl=pkg.decl)
         calls = Out()
         calls.ind = 1
         for p, a in zip(params, bound):
@@ -106,7 +106,7 @@ class ModuleMixin:
     def _check_nested_package(self, pdecl: A.PackageDecl, args: list, node: A.Node) -> None:
         """Compile (for their errors) the parsers and controls given to a package that is itself
         an argument of ``main``'s package."""
-        bound = self.bind_args(pdecl.params, args, node, f"package {pdecl.name}")
+        bound = self.bind_args(pdecl.params, args, node, f"package {pdecl.name}", decl=pdecl)
         for a in bound:
             inner = a.value
             nested = self._nested_package(inner)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import nodes as A
-from ..errors import P4Unsupported
+from ..errors import P4Error, P4Unsupported
 from ..types import Bits, BoolT, EnumT, ErrorT, ExternT, InfInt, StructT, Ty, ValueSetT, VoidT
 from .source_writer import Out
 from .symbols import Const, FnCtx, InstSym, Scope, TypeSym
@@ -155,7 +155,15 @@ class ParsersMixin:
                 raise self.err(f"the select has {len(keys)} key(s), this case has {len(items)}", case)
             conds = []
             for (k, kty, _), it in zip(keys, items):
-                c = self.keyset_cond(k, kty, it, scope)
+                try:
+                    c = self.keyset_cond(k, kty, it, scope)
+                except P4Error as e:
+                    if type(e) is not P4Error or not e.message.startswith("type mismatch") or not t.select:
+                        raise
+                    # p4c reports a label of the wrong type at the select expression, the
+                    # label second ("Originating from")
+                    raise self.err(f"select: a case label does not match the key: {e.message} "
+                                   f"(the label at {e.loc})", t.select[0]) from None
                 if c != "True":
                     conds.append(c)
             if not conds:

@@ -1,5 +1,6 @@
-// expect: 9:1: too many arguments
-// a package instance given to main's package is built with an argument its package does not take: reported at that instance
+// expect: 7:1: 1 arguments supplied while 0 are expected
+// a package instance given to main's package is built with an argument its package does not take: reported at the
+// package's declaration, then the instance, as p4c does (its issue803-1.p4: "'package Ingress' ... Originating from")
 #include <core.p4>
 
 parser Prs(out bit<8> x);

@@ -1,4 +1,4 @@
-// expect: 15:16: cannot be used here (it has no bit width)
+// expect: 15:16: has a type which is not bit<>, int<>, bool, type or serializable enum
 // a table action whose control-plane parameter is a struct: action data are bit strings (p4c, P4Info: "has a type which is not bit<>, int<>, bool, type or serializable enum")
 #include <core.p4>
 #include <v1model.p4>
