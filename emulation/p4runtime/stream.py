@@ -28,6 +28,11 @@ def serve_stream(request_iterator: Iterator[Any], context: Any, arbiter: Arbiter
         try:
             for req in request_iterator:
                 kind = req.WhichOneof("update")
+                if kind is None:
+                    # no update set: ignored without a reply, before arbitration too, as BMv2's
+                    # server (PI) does. Older p4lang/tutorials p4runtime_lib sends one in
+                    # switch.py's PacketIn() and takes the next stream response for the PacketIn.
+                    continue
                 if kind == "arbitration":
                     got = arbiter.arbitrate(req.arbitration, stream, out, context)
                     if isinstance(got, P4RTError):

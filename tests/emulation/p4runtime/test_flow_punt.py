@@ -154,3 +154,39 @@ def test_controller_installs_flow_then_idle_timeout_removes_it(env):
     assert dev.process(1, f) == []
     again = c.packet_in(WAIT)
     assert again is not None and again[1]["in_port"] == 1
+
+
+def test_stream_request_without_update_is_ignored(env):
+    # Older p4lang/tutorials p4runtime_lib: switch.py's PacketIn() puts an empty
+    # StreamMessageRequest on the stream, then takes the next stream response as the PacketIn.
+    # BMv2's server (PI) ignores a request with no update set; an error reply here would be
+    # taken for a packet by that controller (flowcache's), and the punted packet left behind.
+    from host_agent.p4runtime.client import pb
+    _, dev, _, c, sent = env
+    for _ in range(3):
+        c._req.put(pb.StreamMessageRequest())
+    f = ipv4(H1, H2)
+    assert dev.process(1, f) == []
+    got = c.packet_in(WAIT)
+    assert got is not None and got[0] == f and got[1]["in_port"] == 1
+    assert c.stream_errors.empty()
+    # the stream is still the primary's: a PacketOut goes out
+    c.packet_out(f, port=2)
+    for _ in range(int(WAIT / 0.01)):
+        if sent:
+            break
+        threading.Event().wait(0.01)
+    assert sent == [(2, f)]
+    assert c.stream_errors.empty()
+
+
+def test_stream_request_without_update_before_arbitration_is_ignored(env):
+    from host_agent.p4runtime.client import pb
+    _, _, srv, _, _ = env
+    c2 = P4RuntimeClient(srv.address, device_id=1, election_id=None, arbitrate=False)
+    try:
+        c2._req.put(pb.StreamMessageRequest())     # first on the stream, before arbitration
+        c2.open_stream()                           # the arbitration that follows is answered
+        assert c2.stream_status is None and c2.stream_errors.empty()
+    finally:
+        c2.close()
