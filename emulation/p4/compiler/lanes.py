@@ -374,6 +374,25 @@ class _LaneGen:
                 tail.append(f"{targets}, = {f['py']}.tolist()")
         return _without_needless_copies(self.out + tail)
 
+    def _const(self, v: int) -> str:
+        """A 0-d int64 array holding ``v``, defined once per control beside its register banks.
+        numpy 2 combines an array with a Python int about 270 ns slower than with a 0-d array
+        of the same dtype (it works out the int's weak promotion on every call), a third of an
+        operation over 256 lanes; the result's dtype (int64) is the same either way."""
+        name = f"_lk_{v:x}" if v >= 0 else f"_lk_m{-v:x}"
+        line = f"{name} = np.array({v}, dtype=np.int64)"
+        if line not in self.c._lane_bank_lines:
+            self.c._lane_bank_lines.append(line)
+        return name
+
+    def _literal(self, code: str, node, t) -> str:
+        """``code``, or the 0-d array of its value when ``node`` is a constant (an operand of a
+        vector operation)."""
+        v = self.c.const_eval(node, self.scope)
+        if isinstance(v, int) and not isinstance(v, bool) and isinstance(t, Bits):
+            return self._const(_canonical(v, t))
+        return code
+
     def count_nonzero(self, code: str) -> str:
         """``np.count_nonzero(code)``; for a named vector, computed once until it is assigned
         again (SA-ATP's overflow flags are counted by the saturating select and by the OR)."""
@@ -641,7 +660,7 @@ class _LaneGen:
             if e.op == "~":
                 if t.signed:
                     return self._note(f"(~{c})", (~hi, ~lo)), t
-                return self._note(f"({c} ^ {t.mask:#x})", (t.mask - hi, t.mask - lo)), t
+                return self._note(f"({c} ^ {self._const(t.mask)})", (t.mask - hi, t.mask - lo)), t
             raise _NoLanes(f"operator {e.op}")
         if isinstance(e, A.Binary):
             return self._binary(e, want)
@@ -667,9 +686,9 @@ class _LaneGen:
         if rng is not None and tr[0] <= rng[0] and rng[1] <= tr[1]:
             return self._note(f"({code})", rng)
         if t.signed:
-            h = 1 << (t.width - 1)
-            return self._note(f"((({code}) & {t.mask:#x} ^ {h:#x}) - {h:#x})", tr)
-        return self._note(f"(({code}) & {t.mask:#x})", tr)
+            h = self._const(1 << (t.width - 1))
+            return self._note(f"((({code}) & {self._const(t.mask)} ^ {h}) - {h})", tr)
+        return self._note(f"(({code}) & {self._const(t.mask)})", tr)
 
     def _mux(self, e: A.Binary, want):
         """``(x & ~m) | (y & m)`` (either operand order) where ``m`` is 0 or all ones in each
@@ -722,13 +741,14 @@ class _LaneGen:
             lo, hi = self._range(lc, lt)
             if op == "<<":
                 if v >= lt.width:
-                    return self._note(f"({lc} * 0)", (0, 0)), lt
-                return self._wrap(f"{lc} << {v}", lt, (lo << v, hi << v)), lt
+                    return self._note(f"({lc} * {self._const(0)})", (0, 0)), lt
+                return self._wrap(f"{lc} << {self._const(v)}", lt, (lo << v, hi << v)), lt
             if v >= lt.width:
                 if lt.signed:
-                    return self._note(f"({lc} >> {lt.width - 1})", (lo >> (lt.width - 1), hi >> (lt.width - 1))), lt
-                return self._note(f"({lc} * 0)", (0, 0)), lt
-            return self._note(f"({lc} >> {v})", (lo >> v, hi >> v)), lt
+                    w1 = lt.width - 1
+                    return self._note(f"({lc} >> {self._const(w1)})", (lo >> w1, hi >> w1)), lt
+                return self._note(f"({lc} * {self._const(0)})", (0, 0)), lt
+            return self._note(f"({lc} >> {self._const(v)})", (lo >> v, hi >> v)), lt
         if op not in ("+", "-", "*", "&", "|", "^", "|+|", "|-|"):
             raise _NoLanes(f"operator {op}")
         if op == "|":
@@ -750,6 +770,10 @@ class _LaneGen:
         if rt != t:
             raise _NoLanes("operand types differ")
         (l0, l1), (r0, r1) = self._range(lc, t), self._range(rc, t)
+        if linv:
+            lc = self._literal(lc, e.l, t)
+        if rinv:
+            rc = self._literal(rc, e.r, t)
         if op in ("+", "-", "*"):
             if op == "+":
                 rng = (l0 + r0, l1 + r1)
@@ -771,7 +795,8 @@ class _LaneGen:
             return self._note(code, (0, (1 << max(l1, r1).bit_length()) - 1)), t
         lo, hi = (-(1 << (t.width - 1)), (1 << (t.width - 1)) - 1) if t.signed else (0, t.mask)
         raw = f"{lc} + {rc}" if op == "|+|" else f"{lc} - {rc}"
-        return self._note(f"np.clip({raw}, {lo}, {hi})", (lo, hi)), t
+        # np.minimum/np.maximum: np.clip's Python wrapper costs twice as much over 256 lanes
+        return self._note(f"np.minimum(np.maximum({raw}, {self._const(lo)}), {self._const(hi)})", (lo, hi)), t
 
 
 def _type_range(t) -> tuple[int, int]:

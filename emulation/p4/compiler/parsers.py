@@ -1,6 +1,8 @@
 """Parsers: states, transitions and ``select`` key sets."""
 from __future__ import annotations
 
+from collections import Counter
+
 from .. import nodes as A
 from ..errors import P4Error, P4Unsupported
 from ..types import Bits, BoolT, EnumT, ErrorT, ExternT, InfInt, StructT, Ty, ValueSetT, VoidT
@@ -46,7 +48,18 @@ class ParsersMixin:
         # apply calls start, instead of the trampoline loop that guards against endless loops
         direct = not self.trace and len(states) <= 64 and _acyclic(states)
         outer_direct, self._parser_direct = getattr(self, "_parser_direct", False), direct
+        # in that graph a state that only one transition leads to is generated inside that
+        # transition instead of as a function of its own (a Python call less per state: SA-ATP's
+        # five header states become one function)
+        inline = {}
+        if direct:
+            refs = Counter(n for st in d.states for n in _successors(st))
+            inline = {n: st for n, st in states.items() if n != "start" and refs[n] == 1}
+        ctx = (inline, inner, pkt)
+        outer_inline, self._parser_inline = getattr(self, "_parser_inline", None), ctx
         for s in d.states:
+            if s.name in inline:
+                continue
             with o.block(f"def {spy[s.name]}():"):
                 if nl:
                     o(nl)
@@ -56,9 +69,10 @@ class ParsersMixin:
                     o(f"TR.state({s.name!r})")
                     self._trace_state = s.name
                 self.stmts(s.stmts, sc, o, fn)
-                self._parser_direct = direct      # (a state may have generated another parser)
+                # (a state may have generated another parser)
+                self._parser_direct, self._parser_inline = direct, ctx
                 self.gen_transition(s.transition, sc, o, spy)
-        self._parser_direct = outer_direct
+        self._parser_direct, self._parser_inline = outer_direct, outer_inline
         with self._apply_def(pys, nl, resets, o):
             if direct:
                 o(f"{spy['start']}()")
@@ -115,11 +129,25 @@ class ParsersMixin:
             return f"return {spy[name]}()"
         return f"return {spy[name]}"
 
+    def _to_state(self, name: str, spy: dict, node, o: Out) -> None:
+        """The transition to ``name``: its state's code in place when it is inlined (see
+        ``_gen_parser``), else a return of (a call of) its function."""
+        ctx = getattr(self, "_parser_inline", None)
+        st = ctx[0].get(name) if ctx else None
+        if st is None:
+            o(self._goto(name, spy, node))
+            return
+        _inline, inner, pkt = ctx
+        sc = Scope(inner)
+        self.stmts(st.stmts, sc, o, FnCtx("parser-state", VoidT(), [], pkt))
+        self._parser_direct, self._parser_inline = True, ctx
+        self.gen_transition(st.transition, sc, o, spy)
+
     def gen_transition(self, t: A.Transition, scope: Scope, o: Out, spy: dict) -> None:
         if t.state is not None:
             if self.trace:
                 o(f"TR.no_switch({self._trace_state!r})")
-            o(self._goto(t.state, spy, t))
+            self._to_state(t.state, spy, t, o)
             return
         keys = []
         for i, e in enumerate(t.select):
@@ -146,7 +174,7 @@ class ParsersMixin:
             vs = scope.lookup(ks.name) if isinstance(ks, A.Path) else None
             if isinstance(vs, InstSym) and isinstance(vs.ty, ValueSetT) and isinstance(vs.ty.elem, StructT):
                 with o.block(f"if {self.struct_value_set_cond(vs, keys, ks)}:"):
-                    o(self._goto(case.state, spy, case))
+                    self._to_state(case.state, spy, case, o)
                 continue
             if isinstance(ks, A.Path) and len(keys) > 1 and isinstance(vs, InstSym):
                 raise P4Unsupported("a value set of bit<W> matches one select key; use a value set of a "
@@ -167,11 +195,11 @@ class ParsersMixin:
                 if c != "True":
                     conds.append(c)
             if not conds:
-                o(self._goto(case.state, spy, case))
+                self._to_state(case.state, spy, case, o)
                 has_default = True
                 break
             with o.block(f"if {' and '.join(conds)}:"):
-                o(self._goto(case.state, spy, case))
+                self._to_state(case.state, spy, case, o)
         if not has_default:
             # no case matches: P4_16 says reject with error.NoMatch, but p4c's BMv2 JSON ends
             # the select with no transition, which BMv2 takes as accept (parser_error stays
@@ -260,17 +288,20 @@ class ParsersMixin:
         return f"{k} == {c}"
 
 
+def _successors(st) -> list[str]:
+    """The state names ``st``'s transition names, once per mention."""
+    t = st.transition
+    if t is None:
+        return []
+    if t.state is not None:
+        return [t.state]
+    return [c.state for c in t.cases]
+
+
 def _acyclic(states: dict) -> bool:
     """No state can be reached again from itself (following every transition target)."""
     color: dict = {}
-
-    def succ(st):
-        t = st.transition
-        if t is None:
-            return []
-        if t.state is not None:
-            return [t.state]
-        return [c.state for c in t.cases]
+    succ = _successors
 
     def visit(n) -> bool:
         if n not in states:

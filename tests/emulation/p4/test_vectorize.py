@@ -319,3 +319,19 @@ def test_saatp_add_reads_its_slot_once_and_counts_overflow_once():
     body = "\n".join(src[start:end])
     assert body.count("np.count_nonzero(") == 1, body
     assert ".copy()" not in body, body
+
+
+def test_lane_constants_are_zero_d_arrays_defined_once():
+    """Literal operands of vector operations are 0-d int64 arrays made once per control (numpy
+    2 combines an array with a Python int ~270 ns slower), never Python ints in the lane code."""
+    import re
+
+    from emulation.v1model.load import compile_file
+    src = compile_file(str(ROOT / "p4src" / "saatp.p4")).source
+    start = src.index("def _a_add_slot")
+    body = src[start:src.index("\n        def ", start + 1)]
+    vec = [ln for ln in body.splitlines() if "_lv_" in ln and " = " in ln]
+    assert vec and not any(re.search(r"[&^|+\-*] (0x[0-9a-f]+|\d+)\b|>> \d", ln) for ln in vec), vec
+    assert "& _lk_ffffffff" in body and ">> _lk_1f" in body
+    for name in ("_lk_ffffffff", "_lk_1f"):
+        assert src.count(f"{name} = np.array(") == 1
