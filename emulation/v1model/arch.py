@@ -28,7 +28,7 @@ from emulation.p4.types import (AnyT, ArrayT, Bits, BoolT, EnumT, ExternT, Heade
 
 from host_agent.match import Exact, Lpm, Optional_, Range, Ternary
 from . import externs as X
-from .hashes import concat_fields, csum16_int
+from .hashes import CSUM16_INT_CODE, concat_fields
 from . import action_profiles as AP
 from .tables import ActionInfo, KeyInfo, Table
 
@@ -500,7 +500,7 @@ class V1Hooks(ArchHooks):
                 for c, sh in fields_at:
                     k = (sh + odd) % 16
                     terms.append(f"({c} << {k})" if k else c)
-                call_code = f"_csum16_int({' + '.join(terms)})"
+                call_code = CSUM16_INT_CODE.format(n=" + ".join(terms))
             else:
                 fields = self._fields(comp, args[1], scope)
                 call_code = f"HF[{algo!r}]({fields}{payload})"
@@ -739,7 +739,6 @@ class Program:
             "Ternary": Ternary, "Range": Range, "Optional_": Optional_, "Stack": pyrt.Stack,
             "ParserReject": pyrt.ParserReject, "P4Exit": pyrt.P4Exit, "_rt": pyrt, "DirectMeter": DirectMeter,
             "_lookahead_hdr": _lookahead_hdr, "_lookahead_into": _lookahead_into, "__name__": "p4gen", "_concat_fields": concat_fields,
-            "_csum16_int": csum16_int,
         }
         exec(self.code, ns)
         self.ns = ns

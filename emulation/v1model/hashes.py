@@ -177,6 +177,11 @@ def csum16_int(n: int) -> int:
     return ~s & 0xFFFF
 
 
+# csum16_int as an expression of the generated code, ``{n}`` the sum (a call costs as much as
+# the arithmetic); tests/emulation/v1model/test_checksum_fields.py checks the two agree
+CSUM16_INT_CODE = "(~((_cs := {n}) % 0xFFFF or (0xFFFF if _cs else 0)) & 0xFFFF)"
+
+
 def identity(data: bytes) -> int:
     """BMv2 ``identity``: the first (at most) 8 bytes, big-endian."""
     return int.from_bytes(data[:8], "big")

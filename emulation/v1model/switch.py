@@ -191,16 +191,42 @@ class Switch:
             es = sm.egress_spec
             if es == drop:
                 return out
+            if not dp._eg_live:
+                # unicast through an empty egress control (a router): the copy loop below for
+                # its one NORMAL copy, with nothing left that egress could request
+                sm.egress_port = es
+                sm.egress_spec = (drop + 1) & 0x1FF   # as in _egress_pass; never the drop port
+                sm.instance_type = NORMAL     # (current simple_switch: NORMAL)
+                if self._uses_ts:
+                    sm.egress_global_timestamp = self.now_us()
+                if uses_plen:
+                    sm.packet_length = (base + hdr._vsize()) & 0xFFFFFFFF
+                if dp._ck_live:
+                    rt.payload = payload
+                    dp._ck(hdr, meta)
+                po = self._pkt_out
+                po.parts = parts = []
+                dp._dep(po, hdr)
+                if payload:
+                    parts.append(payload)
+                b = b"".join(parts) if len(parts) != 1 else parts[0]
+                s = ps.get(es)
+                if s is None:
+                    s = ps[es] = [0, 0, 0, 0]
+                s[2] += 1
+                s[3] += len(b)
+                return [(es, b)]
             reps, copies, inst = ((es, -1),), (phv,), NORMAL   # (current simple_switch: NORMAL)
         uses_ts, eg_live, ck_live = self._uses_ts, dp._eg_live, dp._ck_live
         po = self._pkt_out
         work = None
+        spec0 = (drop + 1) & 0x1FF              # egress_spec before egress, as in _egress_pass
         for (p, rid), cp in zip(reps, copies):
             hdr, meta, sm = cp
             if rid >= 0:
                 sm.egress_rid = rid
             sm.egress_port = p
-            sm.egress_spec = 0
+            sm.egress_spec = spec0
             sm.instance_type = inst
             if uses_ts:
                 sm.egress_global_timestamp = self.now_us()
@@ -464,7 +490,9 @@ class Switch:
         phv, _payload, base, _trunc = pp
         hdr, sm = phv[0], phv[2]
         sm.egress_port = port
-        sm.egress_spec = 0  # BMv2 sets drop_port+1, truncated to 9 bits
+        # BMv2 sets drop_port + 1 (simple_switch's egress_thread), truncated to the 9-bit
+        # field: 0 for the default drop port 511, and never the drop port itself
+        sm.egress_spec = (self.drop_port + 1) & 0x1FF
         if inst is not None:
             sm.instance_type = inst
         if self._uses_ts:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from emulation.v1model.hashes import concat_fields, csum16, csum16_int
+from emulation.v1model.hashes import CSUM16_INT_CODE, concat_fields, csum16, csum16_int
 from emulation.v1model.load import switch_from_source
 
 PROGRAM = """
@@ -50,6 +50,14 @@ def test_csum16_int_matches_bytes():
                 data = b"\0" * n
             padded = data + (b"\0" if n % 2 else b"")
             assert csum16_int(int.from_bytes(padded, "big")) == csum16(data)
+
+
+def test_generated_csum16_expression_is_csum16_int():
+    """The expression the generated code uses in place of a call of csum16_int."""
+    code = eval(f"lambda n: {CSUM16_INT_CODE.format(n='n')}")  # noqa: S307 -- our own constant
+    rng = random.Random(5)
+    for n in [0, 1, 0xFFFF, 0x1FFFE, 0xFFFF * 7, 2 ** 160 - 1] + [rng.randrange(2 ** rng.randrange(1, 200)) for _ in range(2000)]:
+        assert code(n) == csum16_int(n), n
 
 
 @pytest.mark.parametrize("seed", range(12))

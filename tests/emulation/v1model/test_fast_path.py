@@ -81,3 +81,66 @@ def test_multicast_replicas_with_egress_requests():
     assert len(by_port[3]) == 20 and by_port[9][1] == 0xC0 and by_port[7][1] == 0   # egress ran again
     assert by_port[1][1] == 0 and by_port[6][1] == 5
     assert fast.port_stats == logged.port_stats
+
+
+EMPTY_EGRESS = r"""
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> cmd; bit<32> plen; bit<16> ck; bit<8> seen; }
+struct headers_t { h_t h; }
+struct meta_t { bit<8> x; }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout headers_t hdr, inout meta_t m) { apply { } }
+control I(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) {
+    apply {
+        hdr.h.plen = sm.packet_length;
+        hdr.h.seen = (bit<8>)sm.ingress_global_timestamp;
+        if (hdr.h.cmd == 1) { mark_to_drop(sm); }
+        else if (hdr.h.cmd == 2) { sm.egress_spec = 0; }
+        else { sm.egress_spec = (bit<9>)hdr.h.cmd; }
+    }
+}
+control E(inout headers_t hdr, inout meta_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout headers_t hdr, inout meta_t m) {
+    apply { update_checksum(hdr.h.isValid(), { hdr.h.cmd, hdr.h.plen }, hdr.h.ck, HashAlgorithm.csum16); }
+}
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("drop_port", [511, 0])
+def test_unicast_through_an_empty_egress_agrees_with_the_logged_path(drop_port):
+    """The hot path's own branch for unicast without an egress control (a router's case):
+    ports, packet_length, checksum, payload and drops as the logged path, with the drop port
+    at 511 or 0.  Before egress, egress_spec is drop_port + 1 in 9 bits (BMv2's
+    simple_switch), so a packet that egress leaves alone is never dropped there."""
+    from emulation.v1model.load import switch_from_source
+    fast = switch_from_source(EMPTY_EGRESS, "empty_egress.p4", drop_port=drop_port)
+    logged = switch_from_source(EMPTY_EGRESS, "empty_egress.p4", drop_port=drop_port, log=lambda s: None)
+    assert not fast.dp._eg_live
+    for clock in (fast, logged):
+        clock.now_us = lambda: 0x1234
+    frames = [bytes([cmd]) + bytes(7) + payload for cmd in (0, 1, 2, 3, 7, 200)
+              for payload in (b"", b"xyz" * 20)]
+    for f in frames:
+        a, b = fast.process(1, f), logged.process(1, f)
+        assert a == b, (f.hex(), a, b)
+        dropped = f[0] == 1 or (drop_port == 0 and f[0] in (0, 2))
+        assert (a == []) == dropped, (f.hex(), a)
+        if not dropped:
+            assert a[0][0] == (0 if f[0] == 2 else f[0]), (f.hex(), a)
+    assert fast.port_stats == logged.port_stats
+
+
+def test_drop_port_zero_does_not_drop_what_egress_leaves_alone():
+    """With ``drop_port=0`` a packet that egress does not touch still leaves (egress_spec
+    starts at drop_port + 1), on the hot path, the logged path and the multicast loop."""
+    frame = bytes.fromhex("000000000002000000000001123405FF99")     # cmd 5: port 6
+    for kw in ({}, {"log": lambda s: None}):
+        sw = load_switch(str(P4_DIR / "drop_ports.p4"), drop_port=0, **kw)
+        assert sw.dp._eg_live
+        out = sw.process(1, frame)
+        assert out == [(6, bytes.fromhex("0000000000020000000000011234050699"))], (kw, out)
