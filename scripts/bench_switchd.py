@@ -254,6 +254,17 @@ class Ports:
             return sum(int(Path(f"/sys/class/net/{i}/statistics/rx_packets").read_text()) for i in TESTER_IFS)
         return self._got
 
+    def kernel_counters(self) -> dict:
+        """The kernel's per-interface counters of the four veths (frames the kernel dropped
+        before any process could read them show here, not in the switch's own stats)."""
+        if self.kind != "veth":
+            return {}
+        out = {}
+        for i in (*SWITCH_IFS, *TESTER_IFS):
+            d = Path(f"/sys/class/net/{i}/statistics")
+            out[i] = {k: int((d / k).read_text()) for k in ("rx_packets", "rx_dropped", "tx_packets", "tx_dropped")}
+        return out
+
     def send_all(self, frames: list[bytes], rate: float) -> float:
         from emulation.testing.traffic import send_paced
         return send_paced(self.tx.send, frames, rate)
@@ -323,6 +334,7 @@ def one_rate(ports: Ports, cmd: list[str], ready: str, setup, frames: list[bytes
                 setup(c)
         time.sleep(0.2)
         base = ports.delivered()
+        k0 = ports.kernel_counters()
         cpu0 = cpu_seconds(proc.pid)
         t_send = ports.send_all(frames, rate)
         t0 = time.perf_counter() - t_send
@@ -334,6 +346,8 @@ def one_rate(ports: Ports, cmd: list[str], ready: str, setup, frames: list[bytes
                 last, quiet = now, time.perf_counter()
         got = last - base
         cpu = cpu_seconds(proc.pid) - cpu0
+        k1 = ports.kernel_counters()
+        kernel = {i: {k: v - k0[i][k] for k, v in c.items()} for i, c in k1.items()}
     finally:
         rest = stop(proc)
     t_all = quiet - t0
@@ -350,7 +364,8 @@ def one_rate(ports: Ports, cmd: list[str], ready: str, setup, frames: list[bytes
             "delivered": got, "delivered_pps": round(got / t_all) if t_all > 0 else 0,
             "input_pps": round(got * len(frames) / expected / t_all) if t_all > 0 else 0,
             "loss": round(1 - got / expected, 4), "cpu_s": round(cpu, 4), "handled": round(handled),
-            "cpu_pps": round(handled / cpu) if cpu > 0 else 0, "switch_stats": stats[-1][20:] if stats else None}
+            "cpu_pps": round(handled / cpu) if cpu > 0 else 0, "switch_stats": stats[-1][20:] if stats else None,
+            "kernel": kernel}
 
 
 def run_mode(mode: str, args, kind: str) -> dict:
@@ -398,6 +413,10 @@ def run_mode(mode: str, args, kind: str) -> dict:
                       f"CPU {1e6 * r['cpu_s'] / max(1, r['handled']):5.1f} us/frame read -> {r['cpu_pps']:9,d} pps per core")
                 if r["switch_stats"] and args.verbose:
                     print("            " + r["switch_stats"])
+                if r["kernel"] and args.verbose:
+                    print("            kernel: " + ", ".join(
+                        f"{i} rx {c['rx_packets']} (dropped {c['rx_dropped']}) tx {c['tx_packets']} "
+                        f"(dropped {c['tx_dropped']})" for i, c in r["kernel"].items()))
     finally:
         ports.close()
     best = {who: max((r["input_pps"] for r in out[who] if r["loss"] < 0.01), default=0) for who in whos}

@@ -187,5 +187,8 @@ class RawSocketPort(FramePort):
 
     def close(self) -> None:
         if not self.closed:
+            # the kernel's count goes with the socket: take its last reading first, so that
+            # rx_overflow() after close (a switch's final stats line) still has every drop
+            self.rx_overflow()
             super().close()
             self.sock.close()

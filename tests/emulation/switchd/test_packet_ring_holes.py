@@ -8,6 +8,7 @@ one the kernel fills meanwhile (two CPUs finishing out of order) is read in orde
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 
@@ -107,3 +108,33 @@ def test_hole_at_the_ring_end_wraps(ring):
     fill(port, 0, b"z" * 60)
     assert port.recv_batch(64) == [b"z" * 60]
     assert port.stats["rx_ring_holes"] == 1 and port._rx_i == 1
+
+
+def test_kernel_drops_read_before_the_socket_closes():
+    """The kernel's drop count (PACKET_STATISTICS, reset on each read) dies with the socket:
+    close() takes its last reading, so rx_overflow() after close (the switch's final stats
+    line) still counts every drop."""
+    from host_agent.channels.raw import RawSocketPort
+
+    class FakeSock:
+        def __init__(self):
+            self.reads, self.closed = [3, 5], False
+
+        def getsockopt(self, *_a):
+            assert not self.closed, "read after close"
+            drops = self.reads.pop(0) if self.reads else 0
+            return struct.pack("=II", 100, drops)
+
+        def close(self):
+            self.closed = True
+
+    port = object.__new__(RawSocketPort)
+    FramePort.__init__(port)
+    port.name = port.ifname = "fake"
+    port.sock = FakeSock()
+    port._kernel_drops = 0
+    port._drops_lock = threading.Lock()
+    assert port.rx_overflow() == 3
+    port.close()
+    assert port.sock.closed
+    assert port.rx_overflow() == 8
