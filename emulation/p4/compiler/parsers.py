@@ -48,18 +48,21 @@ class ParsersMixin:
         # apply calls start, instead of the trampoline loop that guards against endless loops
         direct = not self.trace and len(states) <= 64 and _acyclic(states)
         outer_direct, self._parser_direct = getattr(self, "_parser_direct", False), direct
-        # in that graph a state that only one transition leads to is generated inside that
-        # transition instead of as a function of its own (a Python call less per state: SA-ATP's
-        # five header states become one function)
+        # in that graph a state that only one transition leads to, and that comes next in the
+        # source, is generated inside that transition instead of as a function of its own (a
+        # Python call less per state: SA-ATP's five header states become one function). States
+        # are still compiled in source order, so errors come in p4c's order.
         inline = {}
         if direct:
             refs = Counter(n for st in d.states for n in _successors(st))
             inline = {n: st for n, st in states.items() if n != "start" and refs[n] == 1}
-        ctx = (inline, inner, pkt)
+        emitted: set[str] = set()
+        ctx = (inline, inner, pkt, emitted, [s.name for s in d.states])
         outer_inline, self._parser_inline = getattr(self, "_parser_inline", None), ctx
         for s in d.states:
-            if s.name in inline:
+            if s.name in emitted:
                 continue
+            emitted.add(s.name)
             with o.block(f"def {spy[s.name]}():"):
                 if nl:
                     o(nl)
@@ -134,10 +137,14 @@ class ParsersMixin:
         ``_gen_parser``), else a return of (a call of) its function."""
         ctx = getattr(self, "_parser_inline", None)
         st = ctx[0].get(name) if ctx else None
+        if st is not None:
+            _inline, inner, pkt, emitted, order = ctx
+            if name != next((n for n in order if n not in emitted), None):
+                st = None                    # not next in the source, or already generated
         if st is None:
             o(self._goto(name, spy, node))
             return
-        _inline, inner, pkt = ctx
+        emitted.add(name)
         sc = Scope(inner)
         self.stmts(st.stmts, sc, o, FnCtx("parser-state", VoidT(), [], pkt))
         self._parser_direct, self._parser_inline = True, ctx

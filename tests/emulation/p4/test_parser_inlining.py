@@ -64,3 +64,36 @@ def test_inlined_parser_parses_as_the_state_machine_says():
     # too short for b in state one: PacketTooShort
     out = sw.process(1, bytes([1]) + b"\x12")
     assert out and out[0][1][0] == (0xee + 1) & 0xff, out
+
+
+def test_a_state_whose_one_transition_is_never_generated_is_still_checked():
+    """``dead`` is named once, in a case after the default: it is never inlined, yet its
+    body is compiled (and its error reported) as for any state."""
+    import pytest
+
+    from emulation.p4.errors import P4Error
+    bad = PROGRAM.replace("3: shared; default: accept; }", "3: shared; default: accept; 4: dead; }")
+    bad = bad.replace("    state shared {", "    state dead { m.n = h.a; transition accept; }\n    state shared {")
+    with pytest.raises(P4Error) as e:
+        compile_source(bad, "dead.p4")
+    line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "state dead" in ln)
+    assert e.value.loc is not None and e.value.loc.line == line, (e.value, line)
+    # and the same program without the error compiles, with a function for dead
+    good = bad.replace("m.n = h.a;", "m.n = 7;")
+    src = compile_source(good, "dead.p4").source
+    assert "def _st_dead" in src
+
+
+def test_states_are_still_compiled_in_source_order():
+    """Two states with errors: the first in the source is reported (p4c's order), although
+    the transition to the later one is generated first."""
+    import pytest
+
+    from emulation.p4.errors import P4Error
+    bad = PROGRAM.replace("1: one; 2: both; 3: shared;", "1: both; 2: one; 3: shared;")
+    bad = bad.replace("state one { pkt.extract(h.b);", "state one { m.n = h.a; pkt.extract(h.b);")
+    bad = bad.replace("state both { pkt.extract(h.b);", "state both { m.n = h.b; pkt.extract(h.b);")
+    with pytest.raises(P4Error) as e:
+        compile_source(bad, "order.p4")
+    line = next(i for i, ln in enumerate(bad.splitlines(), 1) if "state one" in ln)
+    assert e.value.loc.line == line, (e.value, line)
