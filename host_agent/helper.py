@@ -135,9 +135,6 @@ class HelperRole:
         if self._held > self.stats.peak_bytes:
             self.stats.peak_bytes = self._held
 
-    def _bytes_held(self) -> int:
-        return self._held
-
     def _gc(self, newest: int) -> None:
         """Forget rounds two or more iterations old (SA-ATP §7 housekeeping)."""
         old = [key for key in self.rounds if wire.serial_newer(newest, (key[0] + 1) & 0xFFFF)]

@@ -59,6 +59,9 @@ class Switch:
                             f"use emulation.v1model.load.load_switch(path) to compile a file")
         self.cpu_port = cpu_port
         self.drop_port = drop_port
+        # egress_spec as egress starts: drop_port + 1 in the 9-bit field (simple_switch's
+        # egress_thread), 0 for the default 511 and never the drop port itself
+        self._egress_spec0 = (drop_port + 1) & 0x1FF
         self.log = log
         self._clock = clock or time.monotonic
         self._t0 = self._clock()
@@ -195,7 +198,7 @@ class Switch:
                 # unicast through an empty egress control (a router): the copy loop below for
                 # its one NORMAL copy, with nothing left that egress could request
                 sm.egress_port = es
-                sm.egress_spec = (drop + 1) & 0x1FF   # as in _egress_pass; never the drop port
+                sm.egress_spec = self._egress_spec0
                 sm.instance_type = NORMAL     # (current simple_switch: NORMAL)
                 if self._uses_ts:
                     sm.egress_global_timestamp = self.now_us()
@@ -220,7 +223,7 @@ class Switch:
         uses_ts, eg_live, ck_live = self._uses_ts, dp._eg_live, dp._ck_live
         po = self._pkt_out
         work = None
-        spec0 = (drop + 1) & 0x1FF              # egress_spec before egress, as in _egress_pass
+        spec0 = self._egress_spec0
         for (p, rid), cp in zip(reps, copies):
             hdr, meta, sm = cp
             if rid >= 0:
@@ -490,9 +493,7 @@ class Switch:
         phv, _payload, base, _trunc = pp
         hdr, sm = phv[0], phv[2]
         sm.egress_port = port
-        # BMv2 sets drop_port + 1 (simple_switch's egress_thread), truncated to the 9-bit
-        # field: 0 for the default drop port 511, and never the drop port itself
-        sm.egress_spec = (self.drop_port + 1) & 0x1FF
+        sm.egress_spec = self._egress_spec0
         if inst is not None:
             sm.instance_type = inst
         if self._uses_ts:

@@ -30,13 +30,13 @@ def test_held_bytes_follow_rounds_results_and_gc():
             if seq % 3:
                 d = h.copy(type=wire.DATA, wid=2, bitmap=0b100, flags=wire.F_PAYLOAD | wire.F_REDIRECT)
                 role.on_redirect_data(d, vals, 100)
-            assert role._bytes_held() == _brute(role)
+            assert role._held == _brute(role)
             peak = max(peak, _brute(role))
         # a result the switch finished, kept for late requests
         r = wire.Header(type=wire.RESULT, job=1, wid=wire.SWITCH_WID, nworkers=N, slot=0, seq=50,
                         iter=it, klog2=K.bit_length() - 1, flags=wire.F_PAYLOAD)
         role.on_result_copy(r, vals, 100)
-        assert role._bytes_held() == _brute(role)
+        assert role._held == _brute(role)
         peak = max(peak, _brute(role))
     # rounds two or more iterations old were forgotten, and their bytes with them
     assert {it for it, _ in role.rounds} == {3, 4}

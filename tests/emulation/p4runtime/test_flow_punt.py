@@ -30,6 +30,14 @@ WAIT = 10.0             # bound on waiting for a message (s); never reached when
 H1, H2 = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
 
 
+def _wait_for_sent(sent: list) -> None:
+    """Until the device has transmitted something (a PacketOut crosses the server's thread)."""
+    for _ in range(int(WAIT / 0.01)):
+        if sent:
+            return
+        threading.Event().wait(0.01)
+
+
 def ipv4(src: bytes, dst: bytes, payload: bytes = b"flow") -> bytes:
     ip = bytes([0x45, 0]) + (20 + len(payload)).to_bytes(2, "big") + bytes(4) + bytes([64, 17]) \
         + bytes(2) + src + dst
@@ -130,10 +138,7 @@ def test_controller_installs_flow_then_idle_timeout_removes_it(env):
     assert md["in_port"] == 1
     # the controller sends the punted packet on, then caches the flow for 200 ms of idleness
     c.packet_out(payload, port=3)
-    for _ in range(int(WAIT / 0.01)):
-        if sent:
-            break
-        threading.Event().wait(0.01)
+    _wait_for_sent(sent)
     assert sent == [(3, f)]
     c.insert("flows", key(H1, H2), "forward", {"port": 3}, idle_timeout_ns=200 * MS)
     c.insert("flows", key(H2, H1), "forward", {"port": 1},
@@ -172,10 +177,7 @@ def test_stream_request_without_update_is_ignored(env):
     assert c.stream_errors.empty()
     # the stream is still the primary's: a PacketOut goes out
     c.packet_out(f, port=2)
-    for _ in range(int(WAIT / 0.01)):
-        if sent:
-            break
-        threading.Event().wait(0.01)
+    _wait_for_sent(sent)
     assert sent == [(2, f)]
     assert c.stream_errors.empty()
 
