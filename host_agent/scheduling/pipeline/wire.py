@@ -1,83 +1,102 @@
 """Tensors with a small header over torch.distributed point-to-point messages.
 
-A message is two sends on the same tag: a header ``int64[HEADER]`` = ``(start, ndim, dims...)``
+A message is **one** float32 send: a header of :data:`HEADER` values ``(start, ndim, dims...)``
 (``start`` is the index of the first sample in the minibatch, so the receiver can re-chunk),
-then the float32 payload. Messages between a pair of ranks on one tag arrive in order.
-:class:`SampleBuffer` receives blindly (header first, then a payload of the announced shape);
-:class:`Inbox`, used by the runtime, knows the sender's plan and posts every receive of an
-iteration up front, checking each header against the plan.
+then the payload. Sample indices and dimensions are exact in float32 below 2**24
+(:data:`MAX_EXACT`). One message instead of a header message and a payload message halves what
+gloo pays per transfer: about 100 µs of CPU on each side per message on this host
+(``scripts/bench_wire.py``), which a stage under a CPU quota pays at its quota's pace.
+
+Messages between a pair of ranks on one tag arrive in order. :class:`Inbox`, used by the
+runtime, knows the sender's plan and posts every receive of an iteration up front, checking
+each header against the plan; :func:`recv` receives one message of a known shape.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.distributed as dist
 
 HEADER = 8  # start, ndim, up to 6 dims
+MAX_EXACT = 1 << 24  # integers up to here are exact in float32
 TAG_ACT = 1  # activations, stage s -> s+1
 TAG_GRAD = 2  # input gradients, stage s+1 -> s
 
 
-def header(start: int, t: torch.Tensor) -> torch.Tensor:
+def pack(t: torch.Tensor, start: int) -> torch.Tensor:
+    """One float32 buffer: the header for samples ``start..`` of ``t``, then ``t``'s values."""
     if t.dim() > HEADER - 2:
         raise ValueError(f"tensor has {t.dim()} dims; the header holds at most {HEADER - 2}")
-    h = torch.zeros(HEADER, dtype=torch.int64)
-    h[0], h[1] = start, t.dim()
-    h[2:2 + t.dim()] = torch.tensor(t.shape, dtype=torch.int64)
-    return h
+    if not 0 <= start < MAX_EXACT or any(d >= MAX_EXACT for d in t.shape):
+        raise ValueError(f"start {start} or shape {list(t.shape)} not below {MAX_EXACT} (exact in float32)")
+    buf = torch.empty(HEADER + t.numel(), dtype=torch.float32)
+    head = [float(start), float(t.dim()), *map(float, t.shape)]
+    buf[:HEADER] = torch.tensor(head + [0.0] * (HEADER - len(head)))
+    buf[HEADER:].view(t.shape).copy_(t.detach())
+    return buf
+
+
+def unpack(buf: torch.Tensor) -> tuple[int, list[int], torch.Tensor]:
+    """(start, shape, payload view) of a received buffer; raises on a header that does not
+    describe the buffer."""
+    head = buf[:HEADER].tolist()
+    nd = int(head[1])
+    dims = [int(d) for d in head[2:2 + nd]] if 0 < nd <= HEADER - 2 else []
+    if not dims or math.prod(dims) != buf.numel() - HEADER or int(head[0]) != head[0] or head[0] < 0:
+        raise RuntimeError(f"bad pipeline message header: {head}")
+    return int(head[0]), dims, buf[HEADER:].view(dims)
 
 
 def isend(t: torch.Tensor, start: int, dst: int, tag: int) -> list:
-    """Send ``t`` (float32, contiguous copy) as samples ``start..``; returns the work handles
-    and the buffers, which must stay alive until the handles are waited on."""
-    payload = t.detach().to(torch.float32).contiguous()
-    h = header(start, payload)
-    return [dist.isend(h, dst, tag=tag), dist.isend(payload, dst, tag=tag), h, payload]
+    """Send ``t`` (as float32) as samples ``start..``; returns the work handle and the buffer,
+    which must stay alive until the handle is waited on."""
+    buf = pack(t, start)
+    return [dist.isend(buf, dst, tag=tag), buf]
 
 
-def recv(src: int, tag: int) -> tuple[int, torch.Tensor]:
-    """Receive one message: ``(start, tensor)``."""
-    h = torch.empty(HEADER, dtype=torch.int64)
-    dist.recv(h, src, tag=tag)
-    nd = int(h[1])
-    if not 0 < nd <= HEADER - 2:
-        raise RuntimeError(f"bad pipeline message header from rank {src}: {h.tolist()}")
-    t = torch.empty([int(d) for d in h[2:2 + nd]], dtype=torch.float32)
-    dist.recv(t, src, tag=tag)
-    return int(h[0]), t
+def recv(src: int, tag: int, shape: tuple[int, ...]) -> tuple[int, torch.Tensor]:
+    """Receive one message whose tensor has ``shape``: ``(start, tensor)``."""
+    buf = torch.empty(HEADER + math.prod(shape), dtype=torch.float32)
+    dist.recv(buf, src, tag=tag)
+    start, dims, t = unpack(buf)
+    if dims != list(shape):
+        raise RuntimeError(f"message from rank {src} has shape {dims}, expected {list(shape)}")
+    return start, t
 
 
 class Inbox:
     """All of one iteration's messages from one peer on one tag, receives posted up front.
 
     The receiver knows from the plan which sample ranges the peer sends, in which order
-    (``msgs`` = [(start, count), ...]), and the per-sample shape; it posts every header and
-    payload receive at once (``irecv``), so a transfer proceeds as soon as the peer sends,
-    never waiting for this process to reach its blocking receive. ``take(a, b)`` waits for
-    messages in order until samples [a, b) are there; each header is checked against the
-    plan."""
+    (``msgs`` = [(start, count), ...]), and the per-sample shape; it posts every receive at
+    once (``irecv``), so a transfer proceeds as soon as the peer sends, never waiting for
+    this process to reach its blocking receive. ``take(a, b)`` waits for messages in order
+    until samples [a, b) are there; each header is checked against the plan."""
 
     def __init__(self, src: int, tag: int, msgs: list[tuple[int, int]], sample_shape: tuple[int, ...]):
         self.src = src
         self.posted = []
         for start, count in msgs:
-            h = torch.empty(HEADER, dtype=torch.int64)
-            t = torch.empty((count, *sample_shape), dtype=torch.float32)
-            self.posted.append((start, h, t, dist.irecv(h, src, tag=tag), dist.irecv(t, src, tag=tag)))
+            buf = torch.empty(HEADER + count * math.prod(sample_shape), dtype=torch.float32)
+            self.posted.append((start, [count, *sample_shape], buf, dist.irecv(buf, src, tag=tag)))
         self.next = 0
         self.pieces: list[tuple[int, torch.Tensor]] = []
 
     def _receive_one(self) -> None:
         if self.next >= len(self.posted):
             raise RuntimeError(f"rank {self.src} sent fewer messages than the plan says")
-        start, h, t, wh, wt = self.posted[self.next]
+        start, shape, buf, work = self.posted[self.next]
         self.next += 1
-        wh.wait()
-        wt.wait()
-        nd = int(h[1])
-        if int(h[0]) != start or nd != t.dim() or [int(d) for d in h[2:2 + nd]] != list(t.shape):
-            raise RuntimeError(f"message from rank {self.src} does not match the plan: header {h.tolist()}, "
-                               f"expected start {start} shape {list(t.shape)}")
+        work.wait()
+        try:
+            got, dims, t = unpack(buf)
+        except RuntimeError as e:
+            raise RuntimeError(f"message from rank {self.src}: {e}") from None
+        if got != start or dims != shape:
+            raise RuntimeError(f"message from rank {self.src} does not match the plan: start {got} shape {dims}, "
+                               f"expected start {start} shape {shape}")
         self.pieces.append((start, t))
 
     def take(self, a: int, b: int) -> torch.Tensor:
@@ -119,18 +138,3 @@ def _cut(pieces: list[tuple[int, torch.Tensor]], a: int, b: int):
         else:
             keep.append((s, t))
     return (out[0] if len(out) == 1 else torch.cat(out)), keep
-
-
-class SampleBuffer:
-    """Pieces of a minibatch-shaped tensor that arrive from a peer in arbitrary chunks;
-    ``take(a, b)`` receives until samples [a, b) are all there and returns them stacked."""
-
-    def __init__(self, src: int, tag: int):
-        self.src, self.tag = src, tag
-        self.pieces: list[tuple[int, torch.Tensor]] = []  # (start, tensor), disjoint
-
-    def take(self, a: int, b: int) -> torch.Tensor:
-        while not _covered(self.pieces, a, b):
-            self.pieces.append(recv(self.src, self.tag))
-        out, self.pieces = _cut(self.pieces, a, b)
-        return out
