@@ -18,6 +18,7 @@ sessions) to show the session-to-session spread. Every scenario is reported, inc
 UMPIPE loses. The host's load average is recorded before and after.
 
     .venv/bin/python scripts/bench_pipeline.py [--only NAME ...] [--repeat 2] [--out results/pipeline]
+    .venv/bin/python scripts/bench_pipeline.py --first-session 1      # one more session, same profiles
     .venv/bin/python scripts/bench_pipeline.py --plan-only            # profile + plan: predicted gains only
     .venv/bin/python scripts/bench_pipeline.py --model-only 30        # plan family vs baselines, analytic model
 """
@@ -67,12 +68,12 @@ def profile(name: str, out: str) -> tuple[str, list[str]]:
     return prof, common
 
 
-def run_scenario(name: str, out: str, repeat: int, train_args: list[str]) -> list[dict]:
+def run_scenario(name: str, out: str, repeat: int, train_args: list[str], first: int = 0) -> list[dict]:
     model, B, quotas = SCENARIOS[name]
     t0 = time.time()
     prof, common = profile(name, out)
     res = []
-    for i in range(repeat):
+    for i in range(first, first + repeat):
         train = os.path.join(out, f"{name}.train{i}.json")
         _saatp(["train", "pipeline", *common, "--profile", prof, *train_args, "--batch", str(B), "--json", train])
         with open(train) as f:
@@ -108,6 +109,8 @@ def table(results: list[dict]) -> str:
         u = best.get("umpipe", {})
         plan = "equal split" if u.get("equal") else " / ".join(",".join(map(str, x)) for x in (u.get("rows") or []))
         v = r["summary"].get("umpipe_vs_best_baseline") or {}
+        if v.get("same_configuration"):
+            plan += f" (= {v['baseline']}: measured once)"
         errs = _errors(r)
         fin = [abs(x["error_pct"]) for x in r["summary"]["runs"]]
         la = r["load_average"]
@@ -171,6 +174,8 @@ def main() -> int:
     ap.add_argument("--out", default="results/pipeline")
     ap.add_argument("--only", action="append", choices=list(SCENARIOS))
     ap.add_argument("--repeat", type=int, default=1, help="measured sessions per scenario (default 1)")
+    ap.add_argument("--first-session", type=int, default=0, metavar="N",
+                    help="number the sessions from N (more sessions on the profiles already in --out)")
     ap.add_argument("--quick", action="store_true", help="2 candidates, 3 tuning and 8 final iterations")
     ap.add_argument("--plan-only", action="store_true", help="profile and plan only: the model's predicted gains")
     ap.add_argument("--model-only", type=int, metavar="N", help="only the cost-model check on N random instances")
@@ -187,10 +192,10 @@ def main() -> int:
                                             "--steps", "8"]
     results = []
     for name in names:
-        results += run_scenario(name, a.out, a.repeat, train_args)
+        results += run_scenario(name, a.out, a.repeat, train_args, a.first_session)
         print(table(results[-a.repeat:]), flush=True)
     print("\n" + table(results))
-    with open(os.path.join(a.out, "summary.json"), "w") as f:
+    with open(os.path.join(a.out, f"summary{a.first_session or ''}.json"), "w") as f:
         json.dump([dict(scenario=r["scenario"], session=r["session"], quotas=r["quotas"], cuts=r["cuts"],
                         model=r["model"], B=r["B"], command=r["command"], load_average=r["load_average"],
                         best_by_schedule=r["summary"]["best_by_schedule"],

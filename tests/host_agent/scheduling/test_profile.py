@@ -209,3 +209,38 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     v = s["umpipe_vs_best_baseline"]
     assert v["baseline"] == pick[1]["label"] and v["steps_won"] == 2 and v["steps"] == 3
     assert v["speedup_pct"] == pytest.approx(10.0) and v["paired_median_pct"] == pytest.approx(10.0)
+    assert v["same_configuration"] is False
+
+
+def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
+    """UMPIPE's plan can be a baseline's equal split: one measurement for both, so the report
+    shows a tie instead of the noise between two measurements of the same ops."""
+    import argparse
+
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.train import cli
+
+    rows = [[4, 4]] * 2
+    orders = [[("F", 0), ("F", 1), ("B", 0), ("B", 1)], [("F", 0), ("B", 0), ("F", 1), ("B", 1)]]
+    runs = [dict(schedule="ours", label="umpipe #1 1f1b", family="umpipe", rows=rows, orders=orders, predicted_s=1.0),
+            dict(schedule="ours", label="1f1b M=2", family="1f1b", M=2, rows=[list(r) for r in rows],
+                 orders=[[list(o) for o in x] for x in orders], predicted_s=1.0),
+            dict(schedule="ours", label="gpipe M=2", family="gpipe", M=2, rows=rows,
+                 orders=[[("F", 0), ("F", 1), ("B", 1), ("B", 0)]] * 2, predicted_s=1.1),
+            dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2, predicted_s=1.0)]
+    launched = []
+
+    def fake_run(cfg, quotas, timeout_s):
+        launched.append([r["label"] for r in cfg.runs])
+        return dict(runs=[dict(iteration_s=[1.0 + i / 10] * 3, losses=[0.1]) for i in range(len(cfg.runs))])
+
+    monkeypatch.setattr(cli.launch, "run", fake_run)
+    c = PipelineCosts.from_arrays(8, [0.004, 0.003], [0.002, 0.001])
+    c.info["cuts"] = [1]
+    args = argparse.Namespace(model="vgg-mini", batch=8, warmup=1, backend="gloo", seed=0, lead=1)
+    got = cli._session(c, args, runs, 3, [None, None])
+    assert launched == [["umpipe #1 1f1b", "gpipe M=2", "torch-1f1b M=2"]]  # 1f1b M=2 is umpipe's run
+    assert got[0] is got[1] and got[2] is not got[0]
+    v = cli.summarize(runs, got)["umpipe_vs_best_baseline"]
+    assert v["baseline"] == "1f1b M=2" and v["same_configuration"]
+    assert v["speedup_pct"] == 0.0 and v["steps_won"] == 0
