@@ -10,8 +10,9 @@ Usage: .venv/bin/python scripts/bench_cgp.py [--seeds 3] [--no-torch] [--scenari
 
 Real runs (``--real SCENARIO,...``; ``--no-sim`` skips the simulator): every method of
 ``saatp train cgp --method all --ablation`` (CGP, BSP, ASP, SSP, CGP without damping, with
-inverse damping, without the staleness bound) on the digits CNN, for each real scenario x
-quota trace (``--traces 0,1``: generated seeds) x repeat, one method after the other. Prints
+inverse damping, without the staleness bound, with doubling phases) on the digits CNN,
+for each real scenario x quota trace (``--traces 0,1``: generated seeds) x repeat, one method
+after the other. Prints
 per run the time to each target accuracy, the final accuracy (mean of the last three
 snapshots), samples/s, the largest staleness and the groupings; then per scenario the median
 over traces and repeats, CGP's wins and losses, and the host's load average.
@@ -30,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from host_agent.scheduling.cgp.cli import SCENARIOS, compare, print_torch, run_torch  # noqa: E402
+from host_agent.scheduling.cgp.train_cli import ABLATION, ablation_configs  # noqa: E402
 from host_agent.scheduling.cgp.sim import METHODS, Simulator  # noqa: E402
 
 # real scenarios: ~1 CPU in all (4 workers + the server), a slow straggler (0.1 CPU base) and
@@ -42,9 +44,7 @@ REAL = {
     "lr": ("stale updates hurt: base with lr 0.05",
            dict(base_quotas=(0.25, 0.25, 0.2, 0.1), ps_quota=0.2, local_batch=32, lr=0.05)),
 }
-REAL_METHODS = {"cgp": dict(mode="cgp"), "bsp": dict(mode="bsp"), "asp": dict(mode="asp"), "ssp": dict(mode="ssp"),
-                "cgp-no-damping": dict(mode="cgp", damping="none"), "cgp-inverse": dict(mode="cgp", damping="inverse"),
-                "cgp-no-bound": dict(mode="cgp", s_max=10_000)}
+REAL_METHODS = ("cgp", "bsp", "asp", "ssp", *ABLATION)  # as saatp train cgp --method all --ablation
 
 
 def real_runs(scenarios, traces, repeats, duration, targets, json_out=None) -> dict:
@@ -58,8 +58,10 @@ def real_runs(scenarios, traces, repeats, duration, targets, json_out=None) -> d
             for rep in range(repeats):
                 load0 = os.getloadavg()[0]
                 res = {}
-                for m, mk in REAL_METHODS.items():
-                    r = train_cgp("digits-cnn", "digits", CGPConfig(trace_seed=tr, duration_s=duration, **kw, **mk))
+                base = CGPConfig(trace_seed=tr, duration_s=duration, **kw)
+                cfgs = {m: replace(base, mode=m) for m in REAL_METHODS if m not in ABLATION} | ablation_configs(base)
+                for m in REAL_METHODS:
+                    r = train_cgp("digits-cnn", "digits", cfgs[m])
                     res[m] = dict(final_acc=r["final_acc"], samples_per_s=r.get("samples_per_s"),
                                   max_staleness=r["max_staleness"], held=r["held"],
                                   groupings=[g["groups"] for g in r["groupings"]],

@@ -47,6 +47,10 @@ class CGPConfig(QuotaRunOptions):
     local_batch: int = 32
     lr: float = 0.01
     R: int = 16  # server versions (BSP: steps) per phase
+    # CGP: with R_max, a phase whose regrouping kept the groups doubles the next phase's
+    # length, up to R_max versions, and a change of the groups resets it to R
+    # (procs.next_phase_length); None: every phase has R versions (measured: see the docs)
+    R_max: int | None = None
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
@@ -61,8 +65,8 @@ class CGPConfig(QuotaRunOptions):
         damping(0, self.damping)
         if len(self.base_quotas) != self.workers:
             raise ValueError(f"{self.workers} workers need {self.workers} base quotas")
-        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0:
-            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, s_max >= 0")
+        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0 or (self.R_max or self.R) < self.R:
+            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, R_max >= R, s_max >= 0")
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None) -> dict:

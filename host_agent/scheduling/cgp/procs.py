@@ -16,7 +16,10 @@ gloo: a receive's ``is_completed`` stays false until it is waited on.) Training 
 phases of ``R`` server versions (BSP: ``R`` steps). At a phase end the server (BSP: rank 0)
 broadcasts the weights and whether the time is up; every rank all-gathers the median compute
 time of its phase and computes the same grouping; every rank creates the groups' process
-groups in the same order.
+groups in the same order. A phase end is a barrier: every group finishes its iteration in
+flight and the fast ones wait for the slowest. With ``R_max``, CGP doubles the length of the
+next phase while a regrouping keeps the groups (up to ``R_max`` versions) and goes back to
+``R`` when they change (:func:`next_phase_length`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,12 @@ def push_cost(configured, measured: float) -> float:
         return float(configured)
     return measured if measured > 0 else 0.005
 
+
+
+def next_phase_length(current: int, R: int, R_max: int, same_groups: bool) -> int:
+    """Server versions of CGP's next phase: twice the last while the regrouping kept the
+    groups (up to ``R_max``), ``R`` again when they changed."""
+    return min(2 * current, R_max) if same_groups else R
 
 class Proc:
     def __init__(self, cfg: dict, rank: int):
@@ -112,6 +121,7 @@ class Proc:
         # equal speeds until measured: each of N singletons sees the other N-1 updates per period
         expected = [float(len(groups) - 1)] * len(groups)
         v, phase = 0, 0
+        r_phase = int(self.cfg["R"])  # CGP: the versions of the next phase (next_phase_length)
         state = None
         if self.rank == self.ps and self.mode != "bsp":
             s_max = float("inf") if self.mode == "asp" else float(self.cfg["s_max"])
@@ -127,13 +137,13 @@ class Proc:
             for g in groups:  # every rank, the same order (new_group is collective)
                 self.pg(g)
             self.log["groupings"].append({"phase": phase, "version": v, "t": self.elapsed(),
-                                          "groups": [list(g) for g in groups]})
+                                          "groups": [list(g) for g in groups], "versions": r_phase})
             taus: list[float] = []
             if self.mode == "bsp":
                 if self.rank != self.ps:
                     v = self.bsp_phase(v, taus)
             elif self.rank == self.ps:
-                v = self.server_phase(state, groups, expected, v, phase)
+                v = self.server_phase(state, groups, expected, v, phase, r_phase)
             else:
                 v = self.worker_phase(groups, v, taus)
             # phase end: the weights and "time is up" from the model holder, then regroup
@@ -164,7 +174,11 @@ class Proc:
                                     objective=self.cfg.get("objective", "throughput"))
                 pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
                                key=lambda p: min(p[0]))
-                groups, expected = [p[0] for p in pairs], [float(p[1]) for p in pairs]
+                new = [p[0] for p in pairs]
+                if phase > 0:  # the first phase only measured: the first grouping starts at R
+                    R = int(self.cfg["R"])
+                    r_phase = next_phase_length(r_phase, R, int(self.cfg.get("R_max") or R), new == groups)
+                groups, expected = new, [float(p[1]) for p in pairs]
             phase += 1
         self.finish()
 
@@ -223,13 +237,13 @@ class Proc:
             if int(msg[1]):
                 return v
 
-    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int = 1) -> int:
+    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int = 1, R: int | None = None) -> int:
         G = len(groups)
         leaders = [g[0] for g in groups]
         st.begin(G, expected)
         # only CGP regroups; ASP and SSP run one phase (a phase end is a barrier they need not pay)
         # CGP's first phase only measures: two versions per worker, then the first grouping
-        R = int(self.cfg["R"]) if phase > 0 else 2 * self.N
+        R = (int(self.cfg["R"]) if R is None else R) if phase > 0 else 2 * self.N
         end_v = st.v + (R if self.mode == "cgp" else 1 << 60)
         n_param = self.w.numel()
         sends: list = []

@@ -87,9 +87,35 @@ def test_cgp_measures_alone_first_then_groups_with_the_servers_measured_cost():
     assert g[0]["groups"] == [[0], [1], [2], [3]]  # the first phase: every worker alone, measuring
     # 2 versions per worker, then the first grouping (the others' pushes in flight are applied too)
     assert len(g) >= 2 and 8 <= g[1]["version"] <= 8 + 3
+    assert all(x["versions"] == 8 for x in g)  # fixed phases by default
     log = json.load(open(os.path.join(res["out_dir"], "rank0.json")))
     assert log["c_push"] and all(c > 0 for c in log["c_push"])  # measured by the server, not the default
     assert res["max_staleness"] <= 8
+
+
+@pytest.mark.slow
+def test_cgp_doubles_a_phase_that_kept_its_groups():
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    res = train_cgp("host_agent.scheduling.digits:cnn", "digits",
+                    CGPConfig(mode="cgp", duration_s=3.0, R=4, R_max=32, cgroups=False, snapshot_s=0.5))
+    g = res["groupings"]
+    assert len(g) >= 3
+    for a, b in zip(g[1:], g[2:]):  # doubled while the groups stayed, R again after a change
+        assert b["versions"] == (min(2 * a["versions"], 32) if b["groups"] == a["groups"] else 4)
+
+
+def test_a_phase_that_kept_the_groups_doubles_the_next_up_to_the_cap():
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.cgp.procs import next_phase_length
+    r, seen = 16, []
+    for same in (True, True, True, True, False, True):
+        r = next_phase_length(r, 16, 128, same)
+        seen.append(r)
+    assert seen == [32, 64, 128, 128, 16, 32]
+    assert next_phase_length(16, 16, 16, True) == 16  # R_max = R: fixed phases, as before
+    with pytest.raises(ValueError, match="R_max >= R"):
+        CGPConfig(R=16, R_max=8)
+    assert CGPConfig(R=32).R_max is None  # the default: fixed phases of R
 
 
 def test_throughput_grouping_merges_only_for_a_busy_server_or_the_staleness_bound():
@@ -108,3 +134,15 @@ def test_throughput_grouping_merges_only_for_a_busy_server_or_the_staleness_boun
     assert segment_groups(tau, lam=1.0, s_max=100, c_push=0.3).G < 4
     with pytest.raises(ValueError, match="objective"):
         segment_groups(tau, objective="nope")
+
+
+def test_the_ablation_changes_one_mechanism_each():
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.cgp.train_cli import ablation_configs
+    base = CGPConfig(mode="asp", R=12, damping="excess", s_max=8)
+    got = ablation_configs(base)
+    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-doubling-phases"}
+    assert all(c.mode == "cgp" for c in got.values())
+    assert (got["cgp-doubling-phases"].R, got["cgp-doubling-phases"].R_max) == (12, 96)
+    assert got["cgp-no-damping"].damping == "none" and got["cgp-no-damping"].R_max is None
+    assert got["cgp-no-bound"].s_max > 1000 and got["cgp-inverse"].damping == "inverse"
