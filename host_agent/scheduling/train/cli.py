@@ -10,10 +10,11 @@ All schedules run in the same processes on the same stage split, each from the s
 weights, interleaved step by step (the order rotating), each timed iteration right after an
 untimed one of the same schedule (``--lead``).
 
-The same budget for every method (``--candidates K``, default 3): each method measures its K
-best candidates *by the cost model* -- GPipe and 1F1B their K best M (torch's schedules: among
-the M that divide B), UMPIPE its K best distinct plans -- for ``--tune-steps`` iterations, and
-keeps its best measured one. The winners are then measured again in a fresh session for
+The same budget for every method (``--candidates K``, default 3): each method measures K
+candidates *chosen by the cost model* -- GPipe and 1F1B K of their best M (torch's schedules:
+among the M that divide B), UMPIPE K of its best distinct plans, in each case the fastest and
+then the fastest whose microbatch counts are 1.5x apart (:func:`spread_by_count`) -- for
+``--tune-steps`` iterations, and keeps its best measured one. The winners are then measured again in a fresh session for
 ``--steps`` iterations: those are the reported figures, so picking the minimum of noisy
 tuning measurements favours no method. ``--candidates 1`` takes every method's model choice.
 The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a
@@ -43,17 +44,44 @@ SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
 BASELINES = SCHEDULES[1:]
 
 
+SPREAD = 1.5  # candidates of one method: microbatch counts at least this factor apart (see spread_by_count)
+
+
+def spread_by_count(cands: list, k: int, count) -> list:
+    """``k`` of ``cands`` (fastest by the model first): the fastest, then the fastest whose
+    microbatch count is at least :data:`SPREAD` times away from every one kept (filled up in
+    model order if there are too few). The model's errors are alike for neighbouring counts
+    (M = 13, 14, 15 shared one 20 % error on gpt-mini), so measuring them buys little; torch's
+    schedules, whose M must divide B, get spread candidates anyway."""
+    n = [count(c) for c in cands]
+    keep: list[int] = []
+    for i in range(len(cands)):
+        if len(keep) == k:
+            break
+        if all(max(n[i], n[j]) >= SPREAD * min(n[i], n[j]) for j in keep):
+            keep.append(i)
+    keep += [i for i in range(len(cands)) if i not in keep][:k - len(keep)]
+    return [cands[i] for i in sorted(keep)]
+
+
 def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, mmax: int,
                    M: int | None = None, limit=None) -> list[dict]:
-    """Each method's ``k`` best candidates by the cost model, each with its predicted time and
-    memory. With ``M`` the baselines run that microbatch count only."""
+    """Each method's ``k`` candidates by the cost model (:func:`spread_by_count` of its fastest
+    plans), each with its predicted time and memory. With ``M`` the baselines run that
+    microbatch count only."""
     B, S = costs.B, costs.S
     runs = []
     for sch in schedules:
         if sch == "umpipe":
             if fam.best is None:
                 raise ValueError("no UMPIPE plan fits the memory limits")
-            for i, c in enumerate(fam.top[:k] or [fam.best]):
+            # the family's plans include every equal split (fill-drain and 1F1B at each M):
+            # they are UMPIPE's candidates too, so its spread can reach other counts
+            bmin = int(costs.info.get("bmin", 1))
+            pool = list(fam.top) + [c for c in fam.baselines if c.fits and min(c.rows[0]) >= bmin and not any(
+                t.kind == c.kind and t.rows == c.rows for t in fam.top)]
+            pool.sort(key=lambda c: c.predicted_s)
+            for i, c in enumerate(spread_by_count(pool, k, lambda c: max(map(len, c.rows))) or [fam.best]):
                 runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,
                                  rows=c.rows, orders=c.orders, predicted_s=c.predicted_s,
                                  peak_samples=c.peak_samples, memory_bytes=c.memory_bytes,
@@ -77,7 +105,7 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
             if cand.fits:
                 cands.append((cand.predicted_s, m, rows, cand))
         cands.sort(key=lambda x: x[0])
-        for pred, m, rows, cand in cands[:k]:
+        for pred, m, rows, cand in spread_by_count(cands, k, lambda x: x[1]):
             run = dict(label=f"{sch} M={m}", family=sch, kind=kind, M=m, predicted_s=pred,
                        peak_samples=cand.peak_samples, memory_bytes=cand.memory_bytes)
             if sch in TORCH_SCHEDULES:
@@ -228,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
         t0 = time.time()
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,
-                          top=max(args.candidates, 1))
+                          top=4 * max(args.candidates, 1))  # spread_by_count picks from these
         plan_s = time.time() - t0
         runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit)
         if not runs:

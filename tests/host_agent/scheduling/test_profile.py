@@ -201,6 +201,9 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     for f in ("gpipe", "1f1b", "umpipe"):  # the model's best first
         assert [r["predicted_s"] for r in by[f]] == sorted(r["predicted_s"] for r in by[f])
     assert by["umpipe"][0]["predicted_s"] == pytest.approx(fam.best.predicted_s)
+    for f in ("gpipe", "1f1b", "umpipe"):  # spread over microbatch counts (UMPIPE: its equal splits too)
+        n = sorted(max(len(r) for r in c["rows"]) for c in by[f])
+        assert all(b >= 1.5 * a for a, b in zip(n, n[1:])), (f, n)
     assert by["umpipe"][0]["predicted_s"] <= min(by["gpipe"][0]["predicted_s"], by["1f1b"][0]["predicted_s"]) + 1e-12
     # the summary pairs UMPIPE's iterations with the best baseline's, step by step
     pick = [by["umpipe"][0], by["gpipe"][0]]
@@ -244,3 +247,12 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
     v = cli.summarize(runs, got)["umpipe_vs_best_baseline"]
     assert v["baseline"] == "1f1b M=2" and v["same_configuration"]
     assert v["speedup_pct"] == 0.0 and v["steps_won"] == 0
+
+
+def test_a_methods_candidates_spread_over_microbatch_counts():
+    from host_agent.scheduling.train.cli import spread_by_count
+    ms = [13, 14, 15, 12, 8, 4, 16, 2]  # fastest by the model first
+    assert spread_by_count(ms, 3, lambda m: m) == [13, 8, 4]  # 13, then >= 1.5x away from all kept
+    assert spread_by_count(ms, 1, lambda m: m) == [13]
+    assert spread_by_count([5, 6, 7], 3, lambda m: m) == [5, 6, 7]  # too few spread ones: filled in model order
+    assert spread_by_count([], 3, lambda m: m) == []
