@@ -140,6 +140,21 @@ def test_mesh_rendezvous_survives_a_stale_address():
                 m.close()
 
 
+def test_a_send_on_a_closed_mesh_says_why_it_closed():
+    """A send racing a peer loss finds the mesh closed by the failure handler; its error must
+    still name the lost peer (the reason the mesh closed), not only "closed"."""
+    from host_agent.torch_backend.transport import MeshClosed
+    store = dist.HashStore()
+    meshes = run_ranks(2, lambda r: Mesh(dist.PrefixStore("m", store), r, 2, 20.0))
+    try:
+        meshes[0].close("rank 0 aborted after: saatp: rank 1 is gone: connection closed")
+        with pytest.raises(MeshClosed, match=r"allreduce: host-path mesh is closed \(rank 0 aborted .*rank 1 is gone"):
+            meshes[0].send(1, b"k", b"x", "allreduce")
+    finally:
+        for m in meshes:
+            m.close()
+
+
 @pytest.mark.parametrize("world", [2, 3, 4])
 @pytest.mark.parametrize("ufunc", [np.add, np.maximum])
 def test_ring_allreduce_matches_numpy(world, ufunc):
