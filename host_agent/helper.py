@@ -120,7 +120,7 @@ class HelperRole:
             n = len(self.rounds)
             if n > self.stats.peak_rounds:
                 self.stats.peak_rounds = n
-            self._hold(8 * self.k)
+            self._hold(self._round_bytes(r))
         return r
 
     @staticmethod

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import socket
 import statistics
 import sys
 import time
@@ -28,6 +27,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from host_agent.scheduling.pipeline import wire  # noqa: E402
+from host_agent.scheduling.rank_processes import free_port  # noqa: E402
 
 TAG = 3
 
@@ -85,10 +85,8 @@ def _side(rank: int, port: int, fmt: str, shape: tuple[int, ...], rounds: int, o
 def _measure(fmt: str, shape: tuple[int, ...], rounds: int) -> tuple[float, float, float]:
     """(CPU s of rank 0, CPU s of rank 1, wall s) per round trip."""
     ctx = mp.get_context("spawn")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     q = ctx.Queue()
+    port = free_port()
     procs = [ctx.Process(target=_side, args=(r, port, fmt, shape, rounds, q)) for r in range(2)]
     for p in procs:
         p.start()

@@ -134,8 +134,7 @@ class Mesh:
         self._socks: dict[int, socket.socket] = {}
         self._send_locks: dict[int, threading.Lock] = {}
         self._threads: list[threading.Thread] = []
-        self._closed = False
-        self._closed_why = ""
+        self._closed: str | None = None  # why the mesh closed (as Mailbox keeps it)
         self._left: set[int] = set()   # peers that said goodbye before closing
         self._failed: dict[int, str] = {}  # peers that said why they failed before closing
         # called (peer, why, orderly) from a reader thread when a peer's connection ends
@@ -271,7 +270,7 @@ class Mesh:
         """Send one message (``payload``: bytes-like, e.g. a contiguous numpy array)."""
         if self._closed:
             # with the reason: a send racing a peer loss must still say which peer was lost
-            raise MeshClosed(f"{what}: host-path mesh is closed ({self._closed_why})")
+            raise MeshClosed(f"{what}: host-path mesh is closed ({self._closed})")
         sock = self._socks.get(peer)
         if sock is None:
             raise ValueError(f"{what}: rank {peer} is not a peer of rank {self.rank} (world {self.world})")
@@ -303,8 +302,7 @@ class Mesh:
                     self.send(peer, note[0], note[1], "goodbye")
                 except CommError:
                     pass
-        self._closed_why = why  # before the flag: a racing send reads the reason after the flag
-        self._closed = True
+        self._closed = why or "closed"
         self.mailbox.close(why)
         for sock in self._socks.values():
             try:

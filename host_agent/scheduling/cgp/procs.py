@@ -58,11 +58,11 @@ def push_cost(configured, measured: float) -> float:
     return measured if measured > 0 else 0.005
 
 
-
 def next_phase_length(current: int, R: int, R_max: int, same_groups: bool) -> int:
     """Server versions of CGP's next phase: twice the last while the regrouping kept the
     groups (up to ``R_max``), ``R`` again when they changed."""
     return min(2 * current, R_max) if same_groups else R
+
 
 class Proc:
     def __init__(self, cfg: dict, rank: int):
@@ -237,13 +237,13 @@ class Proc:
             if int(msg[1]):
                 return v
 
-    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int = 1, R: int | None = None) -> int:
+    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int, R: int) -> int:
         G = len(groups)
         leaders = [g[0] for g in groups]
         st.begin(G, expected)
         # only CGP regroups; ASP and SSP run one phase (a phase end is a barrier they need not pay)
         # CGP's first phase only measures: two versions per worker, then the first grouping
-        R = (int(self.cfg["R"]) if R is None else R) if phase > 0 else 2 * self.N
+        R = R if phase > 0 else 2 * self.N
         end_v = st.v + (R if self.mode == "cgp" else 1 << 60)
         n_param = self.w.numel()
         sends: list = []

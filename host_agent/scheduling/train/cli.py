@@ -14,9 +14,9 @@ The same budget for every method (``--candidates K``, default 3): each method me
 candidates *chosen by the cost model* -- GPipe and 1F1B K of their best M (torch's schedules:
 among the M that divide B), UMPIPE K of its best distinct plans, in each case the fastest and
 then the fastest whose microbatch counts are 1.5x apart (:func:`spread_by_count`) -- for
-``--tune-steps`` iterations, and keeps its best measured one. The winners are then measured again in a fresh session for
-``--steps`` iterations: those are the reported figures, so picking the minimum of noisy
-tuning measurements favours no method. ``--candidates 1`` takes every method's model choice.
+``--tune-steps`` iterations, and keeps its best measured one. The winners are then measured
+again in a fresh session for ``--steps`` iterations: those are the reported figures, so
+picking the minimum of noisy tuning measurements favours no method. ``--candidates 1`` takes every method's model choice.
 The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a
 profile measured first.
 """
@@ -75,12 +75,7 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
         if sch == "umpipe":
             if fam.best is None:
                 raise ValueError("no UMPIPE plan fits the memory limits")
-            # the family's plans include every equal split (fill-drain and 1F1B at each M):
-            # they are UMPIPE's candidates too, so its spread can reach other counts
-            bmin = int(costs.info.get("bmin", 1))
-            pool = list(fam.top) + [c for c in fam.baselines if c.fits and min(c.rows[0]) >= bmin and not any(
-                t.kind == c.kind and t.rows == c.rows for t in fam.top)]
-            pool.sort(key=lambda c: c.predicted_s)
+            pool = family.candidate_pool(costs, fam)
             for i, c in enumerate(spread_by_count(pool, k, lambda c: max(map(len, c.rows))) or [fam.best]):
                 runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,
                                  rows=c.rows, orders=c.orders, predicted_s=c.predicted_s,

@@ -309,7 +309,7 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     both = sorted(fds + ofs, key=lambda c: c.predicted_s)
     # never worse than the equal baselines in the model: they are in the search pools, but a
     # search score from fewer phase draws may rank them differently from the full one
-    eq = [c for c in (gb, ob) if c is not None and min(c.rows[0]) >= int(costs.info.get("bmin", 1))]
+    eq = [c for c in (gb, ob) if c is not None and _measurable(costs, c)]
     as_umpipe = lambda c: Candidate(f"UMPIPE {c.kind} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
                                     c.peak_samples, c.memory_bytes, c.fits, c.cap)
     best = best_of([c for c in (fd, of) if c is not None] + eq)
@@ -324,6 +324,21 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     if top >= 2 and safe is not None and not any(c.kind == safe.kind and c.rows == safe.rows for c in tops):
         tops = sorted(tops[:top - 1] + [as_umpipe(safe)], key=lambda c: c.predicted_s)
     return PlanFamily(best, fd, of, gb, ob, dual_s, g + o, tops)
+
+
+def _measurable(costs, c: Candidate) -> bool:
+    """An equal split the calibration vouches for: no microbatch below the smallest size the
+    calibration measured (``costs.info["bmin"]``)."""
+    return min(c.rows[0]) >= int(costs.info.get("bmin", 1))
+
+
+def candidate_pool(costs, fam: PlanFamily) -> list[Candidate]:
+    """UMPIPE's plans to choose measured candidates from, fastest first: the family's best
+    distinct plans (``fam.top``) and every fitting equal split of both orders (they are plans
+    of the family too), so a choice spread over microbatch counts can reach other counts."""
+    have = {(c.kind, str(c.rows)) for c in fam.top}
+    extra = [c for c in fam.baselines if c.fits and _measurable(costs, c) and (c.kind, str(c.rows)) not in have]
+    return sorted(fam.top + extra, key=lambda c: c.predicted_s)
 
 
 def _diverse(cands: list[Candidate], k: int, rel: float = 0.003) -> list[Candidate]:
