@@ -47,10 +47,12 @@ class CGPConfig(QuotaRunOptions):
     local_batch: int = 32
     lr: float = 0.01
     R: int = 16  # server versions (BSP: steps) per phase
-    # CGP: with R_max, a phase whose regrouping kept the groups doubles the next phase's
-    # length, up to R_max versions, and a change of the groups resets it to R
-    # (procs.next_phase_length); None: every phase has R versions (measured: see the docs)
-    R_max: int | None = None
+    # CGP: a regrouping decision every R versions ends the phase (a barrier) only when the
+    # groups change; True: every decision does (the ablation's "cgp-barrier-every-phase")
+    barrier_every_phase: bool = False
+    # CGP (throughput objective): a new grouping must lose this much less of the workers'
+    # compute than the one in place (a fraction) to be worth the barrier of a change
+    switch_margin: float = 0.05
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
@@ -65,8 +67,8 @@ class CGPConfig(QuotaRunOptions):
         damping(0, self.damping)
         if len(self.base_quotas) != self.workers:
             raise ValueError(f"{self.workers} workers need {self.workers} base quotas")
-        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0 or (self.R_max or self.R) < self.R:
-            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, R_max >= R, s_max >= 0")
+        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0:
+            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, s_max >= 0")
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None) -> dict:
@@ -131,10 +133,12 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     final = float(np.mean([e["test_acc"] for e in evals[-3:]])) if evals else None
     out = dict(config=asdict(cfg), model=spec, evals=evals, final_acc=final,
                best_acc=max((e["test_acc"] for e in evals), default=None), quotas_applied=applied,
-               groupings=logs[0]["groupings"], taus=logs[0]["taus"],
+               groupings=logs[0]["groupings"], taus=ps["taus"], decisions=ps.get("decisions", []),
                iterations=[lg["iters"] for lg in logs[:cfg.workers]],
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
-               staleness_hist=ps.get("staleness_hist"), wall_s=max(lg["wall_s"] for lg in logs), out_dir=out_dir)
+               staleness_hist=ps.get("staleness_hist"),
+               phase_end_s=[lg.get("phase_end_s", 0.0) for lg in logs[:cfg.workers]],
+               compute_s=[lg["compute_s"] for lg in logs[:cfg.workers]], wall_s=max(lg["wall_s"] for lg in logs), out_dir=out_dir)
     if evals:
         out["samples_per_s"] = evals[-1]["samples"] / max(evals[-1]["t"], 1e-9)
     if target_acc is not None:

@@ -12,14 +12,22 @@ The server never receives from "any source" (so any backend with plain send/recv
 a leader first rings a doorbell in the TCP store (``cgp/q/N``, N from an atomic counter,
 value = the leader's rank), then sends; the server reads the doorbells in order (a blocking
 ``get``) and receives from exactly that leader. (Polling ``irecv`` handles does not work on
-gloo: a receive's ``is_completed`` stays false until it is waited on.) Training runs in
-phases of ``R`` server versions (BSP: ``R`` steps). At a phase end the server (BSP: rank 0)
-broadcasts the weights and whether the time is up; every rank all-gathers the median compute
-time of its phase and computes the same grouping; every rank creates the groups' process
-groups in the same order. A phase end is a barrier: every group finishes its iteration in
-flight and the fast ones wait for the slowest. With ``R_max``, CGP doubles the length of the
-next phase while a regrouping keeps the groups (up to ``R_max`` versions) and goes back to
-``R`` when they change (:func:`next_phase_length`).
+gloo: a receive's ``is_completed`` stays false until it is waited on.)
+
+CGP's grouping is decided by the server alone, from what the pushes carry: every push has the
+group members' compute times of that iteration (a slot per worker appended to the gradient,
+summed by the group's all-reduce) and the leader's last push round trip. Every ``R`` server
+versions (the first time after ``2 N`` versions and once every worker has reported) the
+server computes the grouping (:func:`.grouping.segment_groups` on each worker's period, the
+median of its last five compute times plus the median of its last five round trips, with a
+group's all-reduce priced as a round trip, and the server's measured time per update). A
+new grouping must lose ``switch_margin`` less of the workers' compute than the one in place.
+If the grouping in place stays, training goes on with no pause; only a change ends the
+phase: the server answers every group with "stop", and at the phase end (a barrier: the fast
+groups wait for the slowest to finish its iteration) it broadcasts the weights, the version, whether the time is up and the new grouping, and every
+rank creates the new groups' process groups in the same order. With ``barrier_every_phase``
+(the ablation's old behaviour) every decision ends the phase, changed or not. ASP and SSP run
+one phase; BSP runs phases of ``R`` steps and never regroups.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import deque
 
 import numpy as np
 import torch
@@ -36,7 +45,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from .. import digits
 from ..pipeline import cgroups
 from ..rank_processes import join_world, rank_main
-from .grouping import segment_groups
+from .grouping import group_comm, predicted_staleness, segment_groups, worth_switching
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
@@ -58,10 +67,21 @@ def push_cost(configured, measured: float) -> float:
     return measured if measured > 0 else 0.005
 
 
-def next_phase_length(current: int, R: int, R_max: int, same_groups: bool) -> int:
-    """Server versions of CGP's next phase: twice the last while the regrouping kept the
-    groups (up to ``R_max``), ``R`` again when they changed."""
-    return min(2 * current, R_max) if same_groups else R
+def grouping_code(groups, n: int) -> list[int]:
+    """Each worker's group index (what the phase end broadcasts)."""
+    code = [-1] * n
+    for gi, g in enumerate(groups):
+        for r in g:
+            code[r] = gi
+    return code
+
+
+def groups_from_code(code) -> list[tuple[int, ...]]:
+    """Inverse of :func:`grouping_code`: groups ordered by index, members ascending."""
+    out: dict[int, list[int]] = {}
+    for r, gi in enumerate(code):
+        out.setdefault(int(gi), []).append(r)
+    return [tuple(out[k]) for k in sorted(out)]
 
 
 class Proc:
@@ -81,7 +101,7 @@ class Proc:
         self.mode = cfg["mode"]
         self.pgs: dict[tuple[int, ...], object] = {}
         self.workers_pg = self.pg(tuple(range(self.N)))
-        self.log: dict = {"rank": rank, "groupings": [], "taus": [], "pushes": 0, "iters": 0}
+        self.log: dict = {"rank": rank, "groupings": [], "taus": [], "pushes": 0, "iters": 0, "compute_s": 0.0}
         if cfg.get("cgroups"):
             cgroups.join(cfg["cgroups"][rank])
         dist.barrier()
@@ -99,13 +119,16 @@ class Proc:
     def elapsed(self) -> float:
         return tick() - self.t0
 
-    def grad(self, w: torch.Tensor) -> torch.Tensor:
+    def grad(self, w: torch.Tensor, out: torch.Tensor) -> float:
+        """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time."""
+        t0 = tick()
         vector_to_parameters(w, self.params)
         idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)
         self.model.zero_grad()
         loss = digits.loss_sum(self.model(self.X[idx]), self.Y[idx]) / len(idx)
         loss.backward()
-        return parameters_to_vector([p.grad for p in self.params]).detach().clone()
+        torch.cat([p.grad.reshape(-1) for p in self.params], out=out[:self.w.numel()])
+        return tick() - t0
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:
@@ -121,7 +144,6 @@ class Proc:
         # equal speeds until measured: each of N singletons sees the other N-1 updates per period
         expected = [float(len(groups) - 1)] * len(groups)
         v, phase = 0, 0
-        r_phase = int(self.cfg["R"])  # CGP: the versions of the next phase (next_phase_length)
         state = None
         if self.rank == self.ps and self.mode != "bsp":
             s_max = float("inf") if self.mode == "asp" else float(self.cfg["s_max"])
@@ -130,6 +152,10 @@ class Proc:
             self.state = state
         self.snaps: list = []
         self.service: list[float] = []  # the server's time per push (receive, apply, reply)
+        # the server's view of every worker: its last compute times, and its last push round
+        # trips (doorbell to reply, as a group's leader)
+        self.recent: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
+        self.round_trips: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
         self.bell = 0
         self.samples = 0
         self.last_snap = -1e9
@@ -137,48 +163,33 @@ class Proc:
             for g in groups:  # every rank, the same order (new_group is collective)
                 self.pg(g)
             self.log["groupings"].append({"phase": phase, "version": v, "t": self.elapsed(),
-                                          "groups": [list(g) for g in groups], "versions": r_phase})
-            taus: list[float] = []
+                                          "groups": [list(g) for g in groups]})
             if self.mode == "bsp":
                 if self.rank != self.ps:
-                    v = self.bsp_phase(v, taus)
+                    v = self.bsp_phase(v)
             elif self.rank == self.ps:
-                v = self.server_phase(state, groups, expected, v, phase, r_phase)
+                v, groups_next, expected = self.server_phase(state, groups, expected, v, phase)
             else:
-                v = self.worker_phase(groups, v, taus)
-            # phase end: the weights and "time is up" from the model holder, then regroup
+                v = self.worker_phase(groups, v)
+            # phase end: the weights, the version, "time is up" and the next grouping from the
+            # model holder
+            t_end = tick()
             src = 0 if self.mode == "bsp" else self.ps
             if self.rank == src:
                 w = self.w if self.mode == "bsp" else state.w
-                flag = torch.tensor([v, int(self.elapsed() >= float(self.cfg["duration_s"]))], dtype=torch.int64)
+                up = int(self.elapsed() >= float(self.cfg["duration_s"]))
+                nxt = groups_next if self.rank == self.ps and self.mode == "cgp" else groups
+                flag = torch.tensor([v, up, *grouping_code(nxt, self.N)], dtype=torch.int64)
                 wb = w.clone()
             else:
-                flag, wb = torch.zeros(2, dtype=torch.int64), torch.zeros_like(self.w)
+                flag, wb = torch.zeros(2 + self.N, dtype=torch.int64), torch.zeros_like(self.w)
             dist.broadcast(wb, src)
             dist.broadcast(flag, src)
             self.w, v = wb, int(flag[0])
+            self.log["phase_end_s"] = self.log.get("phase_end_s", 0.0) + tick() - t_end
             if int(flag[1]):
                 break
-            if self.rank == self.ps:  # the server's part: its measured time per global update
-                taus = [float(np.mean(self.service[-32:]))] if self.service else []
-            tau = torch.tensor([float(np.median(taus[-5:])) if taus else 0.0], dtype=torch.float64)
-            allt = [torch.zeros(1, dtype=torch.float64) for _ in range(self.N + 1)]
-            dist.all_gather(allt, tau)
-            tau_np = np.array([float(x[0]) for x in allt[:self.N]])
-            c_push = push_cost(self.cfg.get("c_push"), float(allt[self.N][0]))
-            self.log["taus"].append(tau_np.tolist())
-            self.log.setdefault("c_push", []).append(c_push)
-            if self.mode == "cgp":
-                gr = segment_groups(tau_np, float(self.cfg["lam"]), float(self.cfg["s_max"]), 4,
-                                    c_push, float(self.cfg["theta"]),
-                                    objective=self.cfg.get("objective", "throughput"))
-                pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
-                               key=lambda p: min(p[0]))
-                new = [p[0] for p in pairs]
-                if phase > 0:  # the first phase only measured: the first grouping starts at R
-                    R = int(self.cfg["R"])
-                    r_phase = next_phase_length(r_phase, R, int(self.cfg.get("R_max") or R), new == groups)
-                groups, expected = new, [float(p[1]) for p in pairs]
+            groups = groups_from_code(flag[2:].tolist())
             phase += 1
         self.finish()
 
@@ -188,13 +199,12 @@ class Proc:
             self.snaps.append((t, v, self.samples, w.clone()))
             self.last_snap = t
 
-    def bsp_phase(self, v: int, taus: list) -> int:
+    def bsp_phase(self, v: int) -> int:
+        n_param = self.w.numel()
+        ext = torch.zeros(n_param + 1)  # the gradient, then rank 0's "time is up"
         for _ in range(int(self.cfg["R"])):
-            t0 = tick()
-            g = self.grad(self.w)
-            taus.append(tick() - t0)
-            over = float(self.rank == 0 and self.elapsed() >= float(self.cfg["duration_s"]))
-            ext = torch.cat([g, torch.tensor([over])])
+            self.log["compute_s"] += self.grad(self.w, ext)
+            ext[-1] = float(self.rank == 0 and self.elapsed() >= float(self.cfg["duration_s"]))
             dist.all_reduce(ext, group=self.workers_pg)
             self.w -= float(self.cfg["lr"]) * ext[:-1] / self.N
             v += 1
@@ -206,29 +216,38 @@ class Proc:
                 break
         return v
 
-    def worker_phase(self, groups, v: int, taus: list) -> int:
+    def worker_phase(self, groups, v: int) -> int:
         gi = next(i for i, g in enumerate(groups) if self.rank in g)
         members = groups[gi]
         leader = members[0]
         gpg = self.pg(members)
         n = len(members) * int(self.cfg["local_batch"])
+        n_param = self.w.numel()
         w = self.w
+        # the group's summed gradient, then a slot per worker for the members' compute times
+        # (summed by the all-reduce) and one per worker for the leader's last push round trip
+        ext = torch.zeros(n_param + 2 * self.N)
+        rtt = 0.0
         while True:
-            t0 = tick()
-            g = self.grad(w)
-            taus.append(tick() - t0)
+            ext[n_param:] = 0.0
+            tau = self.grad(w, ext)
+            ext[n_param + self.rank] = tau
+            self.log["compute_s"] += tau
             self.log["iters"] += 1
             if gpg is not None:
-                dist.all_reduce(g, group=gpg)
-                g /= len(members)
+                dist.all_reduce(ext, group=gpg)
+                ext[:n_param] /= len(members)
             msg = torch.zeros(2, dtype=torch.int64)
             if self.rank == leader:
+                ext[n_param + self.N + self.rank] = rtt
+                t_push = tick()
                 k = self.store.add("cgp/qn", 1)  # the doorbell, then the message
                 self.store.set(f"cgp/q/{k}", str(self.rank))
                 dist.send(torch.tensor([v, n, 0], dtype=torch.int64), self.ps, tag=TAG_HDR)
-                dist.send(g, self.ps, tag=TAG_GRAD)
+                dist.send(ext, self.ps, tag=TAG_GRAD)
                 dist.recv(msg, self.ps, tag=TAG_VER)
                 dist.recv(w, self.ps, tag=TAG_W)
+                rtt = tick() - t_push
                 self.log["pushes"] += 1
             if gpg is not None:
                 dist.broadcast(msg, leader, group=gpg)
@@ -237,20 +256,74 @@ class Proc:
             if int(msg[1]):
                 return v
 
-    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int, R: int) -> int:
+    def decide(self, groups) -> tuple[list[tuple[int, ...]], list[float]] | None:
+        """CGP's grouping from the compute times the pushes carried and the server's measured
+        time per update; None until every worker has reported."""
+        if any(not q for q in self.recent):
+            return None
+        # a worker's period: its compute time and the round trip of a push (a worker that has
+        # not led a push yet: the median of the others'), so the push rate the server would
+        # see is not overestimated (computed from compute times alone, a 0.15-CPU server
+        # looked saturated at 2.2x while it was busy 42 % of the time with four singletons)
+        trips = [float(np.median(q)) for q in self.round_trips if q]
+        fallback = float(np.median(trips)) if trips else 0.0
+        tau = np.array([float(np.median(q)) + (float(np.median(t)) if t else fallback)
+                        for q, t in zip(self.recent, self.round_trips)])
+        served = float(np.mean(self.service[-32:])) if self.service else 0.0
+        c_push = push_cost(self.cfg.get("c_push"), served)
+        gr = segment_groups(tau, float(self.cfg["lam"]), float(self.cfg["s_max"]), 4, c_push,
+                            float(self.cfg["theta"]), comm=fallback,
+                            objective=self.cfg.get("objective", "throughput"))
+        pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
+                       key=lambda p: min(p[0]))
+        new = [p[0] for p in pairs]
+        if new != list(groups) and self.cfg.get("objective", "throughput") == "throughput":
+            # a change ends the phase (a barrier): keep the groups unless the new ones are clearly better
+            if not worth_switching(tau, groups, new, c_push, float(self.cfg["s_max"]),
+                                   float(self.cfg["switch_margin"]), fallback):
+                per = [tau[list(g)].max() + group_comm(len(g), fallback) for g in groups]
+                new, pairs = list(groups), list(zip(groups, predicted_staleness(per).tolist()))
+        self.log["taus"].append(tau.tolist())
+        self.log.setdefault("c_push", []).append(c_push)
+        self.log.setdefault("decisions", []).append({"version": self.state.v, "t": self.elapsed(),
+                                                     "kept": new == list(groups)})
+        return new, [float(p[1]) for p in pairs]
+
+    def server_phase(self, st: ServerState, groups, expected, v: int, phase: int):
+        """Serve pushes until the time is up or (CGP) a regrouping changes the groups; returns
+        the version and the next grouping with its predicted staleness per group."""
         G = len(groups)
         leaders = [g[0] for g in groups]
         st.begin(G, expected)
-        # only CGP regroups; ASP and SSP run one phase (a phase end is a barrier they need not pay)
-        # CGP's first phase only measures: two versions per worker, then the first grouping
-        R = R if phase > 0 else 2 * self.N
-        end_v = st.v + (R if self.mode == "cgp" else 1 << 60)
+        R = int(self.cfg["R"])
+        # only CGP regroups (ASP and SSP: one phase); its first decision after 2 versions per worker
+        end_v = st.v + (R if phase > 0 else 2 * self.N) if self.mode == "cgp" else None
+        every_phase = bool(self.cfg.get("barrier_every_phase"))
+        nxt: list = [groups, expected]
+        changing = False
         n_param = self.w.numel()
         sends: list = []
 
+        def stop_now() -> bool:
+            nonlocal end_v, changing
+            if self.elapsed() >= float(self.cfg["duration_s"]):
+                return True
+            if end_v is None or changing or st.v < end_v:
+                return changing
+            d = self.decide(groups)
+            if d is None:  # not everybody has reported yet: decide at a later version
+                return False
+            if d[0] == list(groups) and not every_phase:
+                st.expected = dict(enumerate(d[1]))  # same groups, fresh predictions
+                end_v = st.v + R
+                return False
+            nxt[:] = d
+            changing = True
+            return True
+
         def reply(replies) -> None:
             for gi, ver in replies:
-                stop = ver >= end_v or self.elapsed() >= float(self.cfg["duration_s"])
+                stop = stop_now()
                 m, wc = torch.tensor([ver, int(stop)], dtype=torch.int64), st.w.clone()
                 sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
                 sends.append((dist.isend(wc, leaders[gi], tag=TAG_W), wc))
@@ -259,16 +332,21 @@ class Proc:
                     reply(st.retire(gi))
 
         stopped: set[int] = set()
+        buf = torch.zeros(n_param + 2 * self.N)
         while len(stopped) < G:
             self.bell += 1
             src = int(self.store.get(f"cgp/q/{self.bell}"))
             ts = tick()
             gi = leaders.index(src)
-            hdr, buf = torch.zeros(3, dtype=torch.int64), torch.zeros(n_param)
+            hdr = torch.zeros(3, dtype=torch.int64)
             dist.recv(hdr, src, tag=TAG_HDR)
             dist.recv(buf, src, tag=TAG_GRAD)
+            for r in groups[gi]:
+                self.recent[r].append(float(buf[n_param + r]))
+            if float(buf[n_param + self.N + src]) > 0:
+                self.round_trips[src].append(float(buf[n_param + self.N + src]))
             before = st.applied
-            replies = st.push(gi, int(hdr[0]), int(hdr[1]), buf)
+            replies = st.push(gi, int(hdr[0]), int(hdr[1]), buf[:n_param].clone())
             self.samples += int(hdr[1])
             self.log["pushes"] += st.applied - before
             reply(replies)
@@ -276,7 +354,7 @@ class Proc:
             self.snapshot(st.v, st.w)
         for wk, _ in sends:
             wk.wait()
-        return st.v
+        return st.v, nxt[0], nxt[1]
 
     def finish(self) -> None:
         out = self.cfg["out_dir"]

@@ -1,7 +1,7 @@
 """``saatp train cgp``: CGP and its baselines (BSP, ASP, SSP) on real processes, one after the
 other under the same CPU-quota trace, with test accuracy over time, the time to a target
 accuracy and the server's staleness; ``--ablation`` adds CGP runs without damping, with
-inverse damping, without the staleness bound and with doubling phases (``R_max`` = 8 R).
+inverse damping, without the staleness bound and with a barrier at every regrouping decision.
 
     saatp train cgp --model host_agent.scheduling.digits:cnn --method all --duration 15 --json r.json --plot r.png
 """
@@ -20,7 +20,7 @@ from .library import MODES, CGPConfig, compare, train_cgp
 # CGP variants of the ablation: each maps the run's configuration to the fields it changes
 ABLATION = {"cgp-no-damping": lambda c: dict(damping="none"), "cgp-inverse": lambda c: dict(damping="inverse"),
             "cgp-no-bound": lambda c: dict(s_max=10_000),
-            "cgp-doubling-phases": lambda c: dict(R_max=8 * c.R)}
+            "cgp-barrier-every-phase": lambda c: dict(barrier_every_phase=True)}
 
 
 def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
@@ -32,16 +32,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", action="append", choices=MODES + ("all",), default=None,
                    help="repeatable; default all (cgp, bsp, asp, ssp)")
     p.add_argument("--ablation", action="store_true",
-                   help="also CGP without damping / inverse damping / no bound / doubling phases")
+                   help="also CGP without damping / inverse damping / no bound / a barrier at every regrouping decision")
     p.add_argument("--ps-quota", type=float, default=0.2, help="CPU quota of the parameter server process (default 0.2)")
     p.add_argument("--slot", type=float, default=2.0, help="seconds of training per trace slot (default 2)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds of training per method (default 15)")
     p.add_argument("--batch", type=int, default=32, help="samples per worker per step (default 32)")
     p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--R", type=int, default=16, help="server versions per phase (regrouping period)")
-    p.add_argument("--R-max", type=int, default=None,
-                   help="CGP: a phase whose regrouping kept the groups doubles the next, up to this many versions "
-                        "(default: every phase has R)")
+    p.add_argument("--R", type=int, default=16, help="server versions between CGP's regrouping decisions (BSP: steps per phase)")
     p.add_argument("--s-max", type=int, default=8, help="staleness bound of cgp and ssp (default 8)")
     p.add_argument("--damping", default="excess", choices=("excess", "none", "inverse", "sqrt"))
     p.add_argument("--target", type=float, default=0.9, help="target test accuracy (default 0.9)")
@@ -54,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         opts = run_options_from(args)
         base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
-                         duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R, R_max=args.R_max,
+                         duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R,
                          s_max=args.s_max, damping=args.damping, **opts)
         methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
         plans = {m: replace(base, mode=m) for m in methods}
