@@ -29,6 +29,16 @@ class Dataset:
             raise ValueError("data set: inputs and labels differ in length")
         if len(self.x_train) == 0:
             raise ValueError("data set: empty training split")
+        # what a user's arrays often are (numpy: float64 features, int32 labels) made what the
+        # models and the loss take: float inputs in torch's default dtype, int64 class labels
+        for name in ("x_train", "x_test"):
+            x = torch.as_tensor(getattr(self, name))
+            setattr(self, name, x.to(torch.get_default_dtype()) if x.is_floating_point() else x)
+        for name in ("y_train", "y_test"):
+            y = torch.as_tensor(getattr(self, name))
+            if y.is_floating_point() or y.dtype == torch.bool:
+                raise ValueError(f"data set: {name} must hold integer class labels, got {y.dtype}")
+            setattr(self, name, y.to(torch.int64))
 
 
 def load(seed: int = 0, test_fraction: float = 0.2) -> Dataset:
@@ -74,6 +84,18 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     acc = float((model(x).argmax(dim=1) == y).float().mean())
     model.train()
     return acc
+
+
+def accuracy_of(model: nn.Module, w: torch.Tensor, data: Dataset, batch: int = 256) -> float:
+    """Test accuracy of ``model`` with the parameter vector ``w``. The trainers exchange
+    parameters only, so a model with batch-norm layers has no running statistics for ``w``:
+    they are estimated first from the training split (a forward pass in training mode with a
+    cumulative average, as ``torch.optim.swa_utils.update_bn`` does for averaged weights)."""
+    nn.utils.vector_to_parameters(w, model.parameters())
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats for m in model.modules()):
+        from torch.optim.swa_utils import update_bn
+        update_bn([data.x_train[i:i + batch] for i in range(0, len(data.x_train), batch)], model)
+    return accuracy(model, data.x_test, data.y_test)
 
 
 def model_from(spec: str) -> nn.Module:

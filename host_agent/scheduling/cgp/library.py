@@ -125,9 +125,8 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     model = digits.model_from(spec)
     evals = []
     for t, v, samples, w in snaps:
-        torch.nn.utils.vector_to_parameters(w, model.parameters())
         evals.append(dict(t=float(t), version=int(v), samples=int(samples),
-                          test_acc=digits.accuracy(model, data.x_test, data.y_test)))
+                          test_acc=digits.accuracy_of(model, w, data)))
     ps = logs[cfg.workers]
     # final accuracy: the mean of the last three snapshots (one snapshot is noisy to +-5 pp)
     final = float(np.mean([e["test_acc"] for e in evals[-3:]])) if evals else None

@@ -165,8 +165,7 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
-                torch.nn.utils.vector_to_parameters(params[0], layers.parameters())
-                acc = digits.accuracy(layers, data.x_test, data.y_test)
+                acc = digits.accuracy_of(layers, params[0], data)
                 losses = [l for x in meas for l in x["losses"]]
                 sync = allreduce_times(meas, plan)
                 wait = [v for r in plan.leaders for v in meas[r]["sync_s"]]

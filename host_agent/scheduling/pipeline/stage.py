@@ -35,13 +35,22 @@ def _messages(rows: Sequence[int], order: Sequence[tuple[str, int]], kind: str) 
 
 
 def stage_shapes(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[int, ...]]:
-    """Per-sample output shape of every stage (a dry forward of one sample)."""
+    """Per-sample output shape of every stage (a dry forward of one sample, in eval mode: a
+    BatchNorm in training mode refuses one sample and would count it in its running
+    statistics, a Dropout would draw from the random stream)."""
     out = []
-    with torch.no_grad():
-        h = x1
-        for m in stages:
-            h = m(h)
-            out.append(tuple(h.shape[1:]))
+    modes = [[m.training for m in st.modules()] for st in stages]
+    try:
+        with torch.no_grad():
+            h = x1
+            for st in stages:
+                st.eval()
+                h = st(h)
+                out.append(tuple(h.shape[1:]))
+    finally:
+        for st, flags in zip(stages, modes):
+            for m, f in zip(st.modules(), flags):
+                m.training = f
     return out
 
 

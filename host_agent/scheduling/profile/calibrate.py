@@ -120,6 +120,11 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
               steps: int = 3, backend: str = "gloo", prof: dict | None = None) -> dict:
     """Run the calibration sessions on ``costs``' split; returns the profile's calibration
     entry. With ``prof`` the points also get the calibrated model's predictions."""
+    least = int(costs.info.get("min_microbatch", 1))
+    Ms = [m for m in Ms if m <= costs.B and min(equal_sizes(costs.B, m)) >= least]
+    if len(Ms) < 2:
+        raise ValueError(f"the calibration needs two microbatch counts whose microbatches hold >= {least} "
+                         f"samples (B = {costs.B})")
     runs = _runs(costs, Ms)
     # the regime of saatp train pipeline: each timed iteration right after an untimed one of
     # the same plan (its own steady state), the order of the plans rotating from step to step

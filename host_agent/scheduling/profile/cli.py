@@ -54,6 +54,8 @@ def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
             json.dump(cfg, f)
         r = subprocess.run([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+        if r.returncode == 3:  # the model itself refuses every size (measure.smallest_runnable)
+            raise ValueError(r.stdout.strip().splitlines()[-1])
         if r.returncode:
             raise RuntimeError(f"profiling the layers failed:\n{r.stdout[-3000:]}")
     finally:
@@ -88,7 +90,10 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
     log("measuring activation transfer between two processes ...")
     pts = measure_link(link_sizes)
     lat, per = fit_line([p[0] for p in pts], [p[1] for p in pts])
-    prof = dict(model=model, format=2, sizes=list(sizes), threads=1, machine=_machine(), stage_quotas=quotas,
+    if cpu["min_microbatch"] > 1:
+        log(f"{spec.name} trains on microbatches of {cpu['min_microbatch']} samples or more: "
+            f"no plan uses smaller ones")
+    prof = dict(model=model, format=2, sizes=cpu["sizes"], min_microbatch=cpu["min_microbatch"], threads=1, machine=_machine(), stage_quotas=quotas,
                 cfs_period_s=cgroups.CpuQuotas().period_us / 1e6, cpu=cpu,
                 link=dict(latency=lat, per_byte=per, points=pts))
     if B:

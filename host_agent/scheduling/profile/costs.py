@@ -173,12 +173,18 @@ def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int
         sl = [float(cal["link_latency"])] * S
     info = dict(workload=prof["model"], cuts=cuts, quotas=quotas, static_bytes=static,
                 stash_bytes_per_sample=stash, profile=True, calibrated=use_cal)
+    # the smallest microbatch the model trains on at all (BatchNorm needs 2): no plan may use less
+    least = int(prof.get("min_microbatch", 1))
+    if least > 1:
+        info["min_microbatch"] = least
     if use_cal:
         # the smallest microbatch the calibration measured: below it the in-situ fit is an
         # extrapolation (it made plans with 1- and 2-sample microbatches look faster than they ran)
         sizes = [min(st["measured"]["sizes"]) for st in cal["stages"] if st.get("measured")]
         if sizes:
-            info["bmin"] = int(min(sizes))
+            info["bmin"] = max(int(min(sizes)), least)
+    elif least > 1:
+        info["bmin"] = least
     if any(q is not None and q < 1.0 for q in quotas):
         info["cfs"] = dict(quota=quotas, period_s=float(prof.get("cfs_period_s", DEFAULT_PERIOD_S)))
     return PipelineCosts.from_arrays(B, fa, fb, ba, bb, kn, sl, sb, None, None, tail, names=names, info=info)

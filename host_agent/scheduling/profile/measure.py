@@ -46,6 +46,23 @@ def _stash_bytes(layer: nn.Module, inp: torch.Tensor) -> int:
     return sum(seen.values())
 
 
+def smallest_runnable(spec: ModelSpec, sizes: Sequence[int], seed: int = 0) -> int:
+    """The smallest of ``sizes`` a training forward and backward of the whole model accepts
+    (``BatchNorm`` in training mode needs 2 samples, a model may reshape by a fixed count).
+    A model that runs on none of them is a user error, reported with torch's message."""
+    layers = build_layers(spec, seed)
+    err: Exception | None = None
+    for b in sorted(int(x) for x in sizes):
+        x, y = spec.make_batch(b, 0)
+        try:
+            spec.loss_sum(layers(x), y).backward()
+            layers.zero_grad(set_to_none=True)
+            return b
+        except (RuntimeError, ValueError, IndexError) as e:  # what torch raises for a bad shape
+            err = e
+    raise ValueError(f"model {spec.name} trains on none of the microbatch sizes {list(sizes)}: {err}")
+
+
 def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, seed: int = 0) -> dict:
     """Per layer: forward/backward seconds at each size, optimizer-step seconds, parameter bytes,
     output and stash bytes per sample."""
@@ -119,7 +136,19 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.get("cgroup"):
         cgroups.join(cfg["cgroup"])
     torch.set_num_threads(int(cfg.get("threads", 1)))
-    res = profile_layers(load_model(cfg["model"]), cfg["sizes"], cfg["min_s"])
+    spec = load_model(cfg["model"])
+    try:
+        least = smallest_runnable(spec, cfg["sizes"])
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 3
+    sizes = [int(b) for b in cfg["sizes"] if int(b) >= least]
+    if len(sizes) < 2:
+        print(f"model {spec.name} trains only on microbatches of {sizes}: the profile needs two sizes "
+              f"(give --sizes up to the minibatch)", file=sys.stderr)
+        return 3
+    res = profile_layers(spec, sizes, cfg["min_s"])
+    res["min_microbatch"], res["sizes"] = least, sizes
     res["overhead"] = microbatch_overhead(max(0.2, cfg["min_s"]))
     with open(cfg["out"], "w") as f:
         json.dump(res, f)

@@ -5,7 +5,9 @@ UMPIPE paper's setting) or ``1f1b`` (backwards as early as possible, bounded in-
 microbatches; see :mod:`..orders`). Each candidate is simulated with :func:`..orders.schedule`,
 which also gives each stage's peak of stashed samples; with a cost model built from a profile
 the stage's memory is ``static + peak x stash_bytes_per_sample``. A candidate whose memory
-exceeds a stage's limit is never returned (``PlanFamily.best`` is None if nothing fits).
+exceeds a stage's limit, or that has a microbatch below the smallest the model trains on
+(``costs.info["min_microbatch"]``, from the profile: BatchNorm needs 2), is never returned
+(``PlanFamily.best`` is None if nothing fits).
 
 Searches (both order families alike, scored by :func:`..orders.expected_makespan` -- for
 CPU-quota stages the simulation of their CFS budgets): the pool holds every equal split,
@@ -67,11 +69,12 @@ def evaluate(costs: PipelineCosts, rows, kind: str, method: str = "", cap=None,
     r = schedule(costs, rows, kind, cap=cap)
     t = r.makespan if CpuBandwidth.of(costs) is None else expected_makespan(costs, rows, r.orders, draws)
     mem = memory_of(costs, r.peak_samples)
-    fits = True
+    # a microbatch below the model's smallest trainable size cannot run (fits = executable)
+    fits = min(min(x) for x in rows) >= int(costs.info.get("min_microbatch", 1))
     if limit is not None:
         if mem is None:
             raise ValueError("memory limits need a cost model with memory figures (from a profile)")
-        fits = all(m <= l for m, l in zip(mem, limit))
+        fits = fits and all(m <= l for m, l in zip(mem, limit))
     return Candidate(method or kind, kind, [list(map(int, x)) for x in rows], r.orders, t,
                      r.peak_samples, mem, fits, None if cap is None else list(cap))
 

@@ -7,6 +7,7 @@ from host_agent.scheduling.costmodel import equal_sizes
 from host_agent.scheduling.pipeline.models import load_model
 from host_agent.scheduling.profile import calibrate, costs, fit
 from host_agent.scheduling.profile.measure import profile_layers
+from tests.testsupport import bn_model
 
 
 def test_fit_knee_recovers_a_known_curve():
@@ -256,3 +257,72 @@ def test_a_methods_candidates_spread_over_microbatch_counts():
     assert spread_by_count(ms, 1, lambda m: m) == [13]
     assert spread_by_count([5, 6, 7], 3, lambda m: m) == [5, 6, 7]  # too few spread ones: filled in model order
     assert spread_by_count([], 3, lambda m: m) == []
+
+
+def test_the_profiler_finds_the_smallest_microbatch_a_model_trains_on():
+    from torch import nn
+
+    from host_agent.scheduling.pipeline.models import ModelSpec
+    from host_agent.scheduling.profile.measure import smallest_runnable
+    spec = bn_model.spec()
+    assert smallest_runnable(spec, [1, 2, 4, 8]) == 2
+    assert smallest_runnable(load_model("vgg-mini"), [1, 2]) == 1
+    never = ModelSpec("needs-3-dims", lambda: nn.Sequential(nn.Conv2d(1, 1, 1)), spec.make_batch, spec.loss_sum)
+    with pytest.raises(ValueError, match="trains on none of the microbatch sizes"):
+        smallest_runnable(never, [1, 2])
+
+
+def test_no_plan_has_a_microbatch_below_the_models_smallest():
+    from host_agent.scheduling.umpipe import family
+    prof = dict(_profile(), min_microbatch=3)
+    c = costs.build(prof, 16, [0.5, 0.25], cuts=[3])
+    assert c.info["min_microbatch"] == 3 and c.info["bmin"] == 3
+    assert not family.evaluate(c, [[8, 6, 2], [16]], "1f1b").fits  # a 2-sample microbatch cannot run
+    assert family.evaluate(c, [[8, 5, 3], [16]], "1f1b").fits
+    fam = family.plan(c, mmax=8, pop=8, gens=3, evals=200, dual_check=False)
+    for cand in [fam.best, *fam.top, *family.candidate_pool(c, fam)]:
+        assert min(min(r) for r in cand.rows) >= 3, cand.rows
+    assert all(not b.fits for b in fam.baselines if min(b.rows[0]) < 3)
+    assert costs.build(_profile(), 16, [0.5, 0.25], cuts=[3]).info.get("min_microbatch") is None
+
+
+def test_the_shape_probe_leaves_batchnorm_statistics_and_training_flags_alone():
+    import torch
+
+    from host_agent.scheduling.pipeline.models import build_layers, cut
+    from host_agent.scheduling.pipeline.stage import stage_shapes
+    spec = bn_model.spec()
+    stages = cut(build_layers(spec), [1])
+    stages[1].eval()  # a user's choice the probe must keep
+    bn = stages[0][0][1]
+    before = (bn.running_mean.clone(), int(bn.num_batches_tracked))
+    rng = torch.get_rng_state()
+    # one sample: BatchNorm in training mode would refuse it
+    assert stage_shapes(stages, spec.make_batch(1, 0)[0]) == [(16,), (4,)]
+    assert torch.equal(bn.running_mean, before[0]) and int(bn.num_batches_tracked) == before[1]
+    assert torch.equal(torch.get_rng_state(), rng)  # no Dropout draw
+    assert stages[0].training and bn.training and not stages[1].training and not stages[1][0][1].training
+
+
+@pytest.mark.slow
+def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys):
+    """saatp profile, then saatp train pipeline (ours and torch's schedules) on a BatchNorm
+    model: no run uses a one-sample microbatch, and the commands finish."""
+    import json
+
+    from emulation.cli import main
+    model, prof, out = "tests.testsupport.bn_model:spec", tmp_path / "prof.json", tmp_path / "train.json"
+    assert main(["profile", "--model", model, "--stages", "2", "--quota", "none", "--sizes", "1,2,4,8",
+                 "--batch", "8", "--min-time", "0.005", "--out", str(prof)]) == 0
+    p = json.loads(prof.read_text())
+    assert p["min_microbatch"] == 2 and p["sizes"] == [2, 4, 8]
+    assert all(min(s["measured"]["sizes"]) >= 2 for s in p["calibration"]["stages"])
+    assert main(["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--batch", "8",
+                 "--profile", str(prof), "--schedule", "umpipe", "--schedule", "1f1b", "--schedule", "torch-gpipe",
+                 "--steps", "2", "--candidates", "2", "--tune-steps", "1", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    runs = res["summary"]["runs"]
+    assert {r["family"] for r in runs} == {"umpipe", "1f1b", "torch-gpipe"}
+    for r in runs + res["tuning"]["runs"]:
+        assert (r.get("M") or 1) <= 4 and all(min(row) >= 2 for row in r.get("rows") or [[2]]), r
+    assert "trains on microbatches of 2 samples or more" in capsys.readouterr().out

@@ -103,3 +103,45 @@ def test_result_files_write_json_and_plot_only_when_asked(tmp_path, capsys):
     write_result_files(res, None, str(tmp_path / "r.png"), lambda r, p: plotted.append((r, p)))
     assert plotted == [(res, str(tmp_path / "r.png"))]
     assert capsys.readouterr().out.splitlines() == [f"wrote {out}", f"wrote {tmp_path / 'r.png'}"]
+
+
+def test_accuracy_of_a_parameter_vector_estimates_batch_norm_statistics_first():
+    """The trainers exchange parameters only: a batch-norm model's running statistics are
+    estimated from the training split before the test accuracy (else eval mode normalises
+    with a fresh layer's mean 0 and variance 1)."""
+    import torch
+    from torch import nn
+
+    from host_agent.scheduling import digits
+    data = digits.load(0)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10), nn.BatchNorm1d(10))
+    w = nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    w[-10:] += 3.0  # the BatchNorm's bias: shifts every logit alike
+    digits.accuracy_of(model, w, data)
+    bn = model[2]
+    with torch.no_grad():
+        z = model[1](model[0](data.x_train))
+    # update_bn averages the batches' statistics alike (the last batch is smaller): close to,
+    # not exactly, the split's; a fresh layer's would be 0 and 1
+    assert torch.allclose(bn.running_mean, z.mean(0), atol=0.01) and z.mean(0).abs().max() > 0.3
+    assert torch.allclose(bn.running_var, z.var(0), rtol=0.03) and (z.var(0) - 1).abs().max() > 0.3
+    assert torch.equal(nn.utils.parameters_to_vector(model.parameters()), w)
+    plain = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))  # no batch norm: the accuracy as before
+    v = nn.utils.parameters_to_vector(plain.parameters()).detach()
+    assert digits.accuracy_of(plain, v, data) == digits.accuracy(plain, data.x_test, data.y_test)
+
+
+def test_a_users_numpy_data_set_gets_the_dtypes_the_models_take():
+    import numpy as np
+    import torch
+
+    from host_agent.scheduling import digits
+    rng = np.random.default_rng(0)
+    d = digits.Dataset(rng.normal(size=(8, 13)), rng.integers(0, 3, 8).astype(np.int32),
+                       rng.normal(size=(4, 13)), rng.integers(0, 3, 4).astype(np.int32))
+    assert d.x_train.dtype == d.x_test.dtype == torch.float32  # numpy's float64 would not meet float32 weights
+    assert d.y_train.dtype == d.y_test.dtype == torch.int64  # what cross_entropy takes
+    torch.nn.functional.cross_entropy(torch.nn.Linear(13, 3)(d.x_train), d.y_train)
+    with pytest.raises(ValueError, match="integer class labels"):
+        digits.Dataset(d.x_train, d.y_train.float(), d.x_test, d.y_test)
