@@ -110,6 +110,16 @@ def model_from(spec: str) -> nn.Module:
     return m
 
 
+def sequential_from(spec: str) -> nn.Sequential:
+    """:func:`model_from` for the groups executor, whose pipelines cut between the children of
+    an ``nn.Sequential``: any other module is refused with a clear error."""
+    m = model_from(spec)
+    if not isinstance(m, nn.Sequential) or len(m) < 1:
+        raise ValueError(f"model {spec}: saatp train groups needs an nn.Sequential (or a list of modules) whose "
+                         f"children are the layers a pipeline may be cut between, got {type(m).__name__}")
+    return m
+
+
 def dataset_from(spec: str, seed: int = 0) -> Dataset:
     """``digits`` or ``MODULE:FN`` returning a :class:`Dataset` or ``(x_train, y_train, x_test, y_test)``."""
     if spec == "digits":

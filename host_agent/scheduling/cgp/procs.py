@@ -43,6 +43,7 @@ import torch.distributed as dist
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .. import digits
+from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..rank_processes import join_world, rank_main
 from .grouping import group_comm, predicted_staleness, segment_groups, worth_switching
@@ -127,7 +128,7 @@ class Proc:
         self.model.zero_grad()
         loss = digits.loss_sum(self.model(self.X[idx]), self.Y[idx]) / len(idx)
         loss.backward()
-        torch.cat([p.grad.reshape(-1) for p in self.params], out=out[:self.w.numel()])
+        grads_to_vector(self.params, out[:self.w.numel()])
         return tick() - t0
 
     # ------------------------------------------------------------------ phases

@@ -84,7 +84,7 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
 def run(cfg: GroupsConfig, progress=None) -> dict:
     data = digits.dataset_from(cfg.data)
     torch.manual_seed(1)
-    layers = digits.model_from(cfg.model)
+    layers = digits.sequential_from(cfg.model)
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
     quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed),

@@ -36,6 +36,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .. import digits
+from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
 from ..rank_processes import join_world, rank_main
@@ -75,9 +76,7 @@ class MethodState:
 
     def __init__(self, spec: str, seed: int, world: int):
         torch.manual_seed(seed)
-        m = digits.model_from(spec)
-        if not isinstance(m, nn.Sequential):
-            raise ValueError(f"model {spec}: the executor needs an nn.Sequential (its children are the layers)")
+        m = digits.sequential_from(spec)
         self.layers = m
         self.mom = [[torch.zeros_like(p) for p in layer.parameters()] for layer in m]
         L = len(m)
@@ -231,7 +230,7 @@ class Worker:
         # synchronisation: stages -> leader, weighted all-reduce among leaders, leader -> stages
         ts0 = tick()
         params = list(module.parameters())
-        mine = torch.cat([p.grad.reshape(-1) for p in params]) if params else torch.zeros(0)
+        mine = grads_to_vector(params)
         if k > 0:
             if mine.numel():
                 dist.send(mine, grp.leader, tag=TAG_GATHER)

@@ -7,7 +7,7 @@ from host_agent.scheduling.costmodel import equal_sizes
 from host_agent.scheduling.pipeline.models import load_model
 from host_agent.scheduling.profile import calibrate, costs, fit
 from host_agent.scheduling.profile.measure import profile_layers
-from tests.testsupport import bn_model
+from tests.testsupport import user_models
 
 
 def test_fit_knee_recovers_a_known_curve():
@@ -264,7 +264,7 @@ def test_the_profiler_finds_the_smallest_microbatch_a_model_trains_on():
 
     from host_agent.scheduling.pipeline.models import ModelSpec
     from host_agent.scheduling.profile.measure import smallest_runnable
-    spec = bn_model.spec()
+    spec = user_models.spec()
     assert smallest_runnable(spec, [1, 2, 4, 8]) == 2
     assert smallest_runnable(load_model("vgg-mini"), [1, 2]) == 1
     never = ModelSpec("needs-3-dims", lambda: nn.Sequential(nn.Conv2d(1, 1, 1)), spec.make_batch, spec.loss_sum)
@@ -291,7 +291,7 @@ def test_the_shape_probe_leaves_batchnorm_statistics_and_training_flags_alone():
 
     from host_agent.scheduling.pipeline.models import build_layers, cut
     from host_agent.scheduling.pipeline.stage import stage_shapes
-    spec = bn_model.spec()
+    spec = user_models.spec()
     stages = cut(build_layers(spec), [1])
     stages[1].eval()  # a user's choice the probe must keep
     bn = stages[0][0][1]
@@ -311,7 +311,7 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys)
     import json
 
     from emulation.cli import main
-    model, prof, out = "tests.testsupport.bn_model:spec", tmp_path / "prof.json", tmp_path / "train.json"
+    model, prof, out = "tests.testsupport.user_models:spec", tmp_path / "prof.json", tmp_path / "train.json"
     assert main(["profile", "--model", model, "--stages", "2", "--quota", "none", "--sizes", "1,2,4,8",
                  "--batch", "8", "--min-time", "0.005", "--out", str(prof)]) == 0
     p = json.loads(prof.read_text())

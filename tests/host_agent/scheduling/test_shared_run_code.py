@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from host_agent.scheduling.fn_specs import load_fn, spec_of
 from host_agent.scheduling.rank_processes import RankProcesses, rank_main
@@ -145,3 +146,32 @@ def test_a_users_numpy_data_set_gets_the_dtypes_the_models_take():
     torch.nn.functional.cross_entropy(torch.nn.Linear(13, 3)(d.x_train), d.y_train)
     with pytest.raises(ValueError, match="integer class labels"):
         digits.Dataset(d.x_train, d.y_train.float(), d.x_test, d.y_test)
+
+
+def test_the_groups_executor_refuses_a_model_it_cannot_cut_before_starting(capsys):
+    from emulation.cli import main
+    from host_agent.scheduling import digits
+    with pytest.raises(ValueError, match="needs an nn.Sequential"):
+        digits.sequential_from("tests.testsupport.user_models:net")
+    assert isinstance(digits.model_from("tests.testsupport.user_models:net"), torch.nn.Module)  # CGP takes it
+    assert main(["train", "groups", "--model", "tests.testsupport.user_models:net", "--slots", "1",
+                 "--no-cgroups"]) == 2
+    assert "needs an nn.Sequential" in capsys.readouterr().err
+
+
+def test_a_parameter_without_a_gradient_contributes_zeros():
+    from torch import nn
+
+    from host_agent.scheduling.grad_vectors import grads_to_vector
+    used, unused = nn.Linear(3, 2), nn.Linear(2, 2)
+    frozen = nn.Parameter(torch.ones(4), requires_grad=False)
+    params = [*used.parameters(), *unused.parameters(), frozen]
+    used(torch.ones(5, 3)).sum().backward()
+    v = grads_to_vector(params)
+    assert v.numel() == nn.utils.parameters_to_vector(params).numel() == 8 + 6 + 4
+    assert torch.equal(v[:6], torch.full((6,), 5.0)) and torch.equal(v[6:8], torch.full((2,), 5.0))
+    assert not v[8:].any()  # the unused layer's and the frozen parameter's slots
+    out = torch.full((20,), 7.0)
+    grads_to_vector(params, out[:18])
+    assert torch.equal(out[:18], v) and out[18:].eq(7).all()
+    assert grads_to_vector([]).numel() == 0

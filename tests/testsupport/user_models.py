@@ -1,6 +1,7 @@
-"""A model that trains only on microbatches of 2 samples or more (BatchNorm in training
-mode), with a Dropout: for the profiler's and the pipeline runtime's tests
-(``tests.testsupport.bn_model:spec`` as a ``MODULE:FN``)."""
+"""Models as users write them, for the tests that take a ``MODULE:FN``:
+``tests.testsupport.user_models:spec`` trains only on microbatches of 2 samples or more
+(BatchNorm in training mode) and has a Dropout; ``...:net`` is a module with its own
+``forward``, not an ``nn.Sequential``."""
 
 import torch
 from torch import nn
@@ -20,3 +21,16 @@ def _batch(B: int, step: int):
 
 def spec() -> ModelSpec:
     return ModelSpec("bn-mlp", _build, _batch, lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def net() -> nn.Module:
+    return Net()
