@@ -6,6 +6,8 @@ the command line and process boundaries: :func:`load_fn` finds the function of a
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 
 def load_fn(spec: str, what: str):
@@ -14,6 +16,12 @@ def load_fn(spec: str, what: str):
     if ":" not in spec:
         raise ValueError(f"{what} {spec!r}: expected MODULE:FN")
     mod, fn = spec.split(":", 1)
+    # MODULE is found as ``python -m`` finds it, in the current directory too: the processes
+    # the commands start get it there (``python -m`` puts it on their path), and the
+    # ``saatp`` console script, whose path does not hold it, must find the same module
+    here = os.getcwd()
+    if "" not in sys.path and here not in sys.path:
+        sys.path.append(here)
     try:
         return getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError) as e:

@@ -175,3 +175,17 @@ def test_a_parameter_without_a_gradient_contributes_zeros():
     grads_to_vector(params, out[:18])
     assert torch.equal(out[:18], v) and out[18:].eq(7).all()
     assert grads_to_vector([]).numel() == 0
+
+
+def test_a_model_module_in_the_current_directory_is_found_as_python_m_finds_it(tmp_path, monkeypatch):
+    """The saatp console script's path does not hold the current directory; a user's
+    ``mymodel.py`` there must load all the same (the processes it starts find it there)."""
+    import sys
+
+    from host_agent.scheduling.fn_specs import load_fn
+    (tmp_path / "saatp_user_model_xyz.py").write_text("def fn():\n    return 42\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert load_fn("saatp_user_model_xyz:fn", "model")() == 42
+    with pytest.raises(ValueError, match="cannot load model"):
+        load_fn("saatp_no_such_module_xyz:fn", "model")
