@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from host_agent.scheduling.cgp.cli import SCENARIOS, compare, print_torch, run_torch  # noqa: E402
 from host_agent.scheduling.cgp.train_cli import ABLATION, ablation_configs  # noqa: E402
 from host_agent.scheduling.cgp.sim import METHODS, Simulator  # noqa: E402
+from host_agent.scheduling.run_options import exit_on_sigterm  # noqa: E402
 
 # real scenarios: ~1 CPU in all (4 workers + the server), a slow straggler (0.1 CPU base) and
 # the generated transient trace on top
@@ -42,6 +43,9 @@ REAL = {
              dict(base_quotas=(0.25, 0.25, 0.2, 0.1), ps_quota=0.2, local_batch=32, lr=0.01)),
     "comm": ("communication-bound: local batch 8 (a push per 8 samples), server 0.15 CPU, workers 0.3/0.25/0.2/0.1",
              dict(base_quotas=(0.3, 0.25, 0.2, 0.1), ps_quota=0.15, local_batch=8, lr=0.01)),
+    "server": ("server-bound: 8 workers 0.2/0.2/0.15/0.15/0.1/0.1/0.1/0.1 CPU, server 0.1 CPU, local batch 8",
+               dict(workers=8, base_quotas=(0.2, 0.2, 0.15, 0.15, 0.1, 0.1, 0.1, 0.1), ps_quota=0.1, local_batch=8,
+                    lr=0.01)),
     "lr": ("stale updates hurt: base with lr 0.05",
            dict(base_quotas=(0.25, 0.25, 0.2, 0.1), ps_quota=0.2, local_batch=32, lr=0.05)),
 }
@@ -99,6 +103,7 @@ def real_runs(scenarios, traces, repeats, duration, targets, json_out=None) -> d
 
 
 def main() -> int:
+    exit_on_sigterm()  # a SIGTERM still removes the real runs' cgroups and processes
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--scenarios", default="default,moving,logreg,cheap-ps")

@@ -10,7 +10,7 @@ step, no server traffic).
 
 The server never receives from "any source" (so any backend with plain send/recv works):
 a leader first rings a doorbell in the TCP store (``cgp/q/N``, N from an atomic counter,
-value = the leader's rank), then sends; the server reads the doorbells in order (a blocking
+value = the leader's rank and the monotonic time it rang), then sends; the server reads the doorbells in order (a blocking
 ``get``) and receives from exactly that leader. (Polling ``irecv`` handles does not work on
 gloo: a receive's ``is_completed`` stays false until it is waited on.)
 
@@ -157,6 +157,7 @@ class Proc:
         # trips (doorbell to reply, as a group's leader)
         self.recent: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
         self.round_trips: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
+        self.queued = [0.0] * self.N  # server: how long a leader's last push waited for service
         self.bell = 0
         self.samples = 0
         self.last_snap = -1e9
@@ -243,7 +244,7 @@ class Proc:
                 ext[n_param + self.N + self.rank] = rtt
                 t_push = tick()
                 k = self.store.add("cgp/qn", 1)  # the doorbell, then the message
-                self.store.set(f"cgp/q/{k}", str(self.rank))
+                self.store.set(f"cgp/q/{k}", f"{self.rank} {time.monotonic()!r}")
                 dist.send(torch.tensor([v, n, 0], dtype=torch.int64), self.ps, tag=TAG_HDR)
                 dist.send(ext, self.ps, tag=TAG_GRAD)
                 dist.recv(msg, self.ps, tag=TAG_VER)
@@ -262,9 +263,9 @@ class Proc:
         time per update; None until every worker has reported."""
         if any(not q for q in self.recent):
             return None
-        # a worker's period: its compute time and the round trip of a push (a worker that has
-        # not led a push yet: the median of the others'), so the push rate the server would
-        # see is not overestimated (computed from compute times alone, a 0.15-CPU server
+        # a worker's period: its compute time and the round trip of a push without the wait
+        # in the server's queue (a worker that has not led a push yet: the median of the
+        # others'), so the push rate the server would see is not overestimated (computed from compute times alone, a 0.15-CPU server
         # looked saturated at 2.2x while it was busy 42 % of the time with four singletons)
         trips = [float(np.median(q)) for q in self.round_trips if q]
         fallback = float(np.median(trips)) if trips else 0.0
@@ -336,7 +337,8 @@ class Proc:
         buf = torch.zeros(n_param + 2 * self.N)
         while len(stopped) < G:
             self.bell += 1
-            src = int(self.store.get(f"cgp/q/{self.bell}"))
+            bell = self.store.get(f"cgp/q/{self.bell}").decode().split()
+            src, wait = int(bell[0]), max(0.0, time.monotonic() - float(bell[1]))
             ts = tick()
             gi = leaders.index(src)
             hdr = torch.zeros(3, dtype=torch.int64)
@@ -345,7 +347,12 @@ class Proc:
             for r in groups[gi]:
                 self.recent[r].append(float(buf[n_param + r]))
             if float(buf[n_param + self.N + src]) > 0:
-                self.round_trips[src].append(float(buf[n_param + self.N + src]))
+                # the leader's last round trip without its wait in the server's queue: the
+                # period it would have with a server free to serve it (with the wait, a
+                # saturated server's queue hid in the periods, and the push rate it would
+                # see looked sustainable)
+                self.round_trips[src].append(max(0.0, float(buf[n_param + self.N + src]) - self.queued[src]))
+            self.queued[src] = wait
             before = st.applied
             replies = st.push(gi, int(hdr[0]), int(hdr[1]), buf[:n_param].clone())
             self.samples += int(hdr[1])
