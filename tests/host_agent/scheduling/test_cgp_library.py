@@ -175,23 +175,3 @@ def test_the_ablation_changes_one_mechanism_each():
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
     assert got["cgp-no-damping"].damping == "none" and not got["cgp-no-damping"].barrier_every_phase
     assert got["cgp-no-bound"].s_max > 1000 and got["cgp-inverse"].damping == "inverse"
-
-
-@pytest.mark.slow
-def test_saatp_train_cgp_runs_cgp_and_asp_on_the_saatp_backend(tmp_path, capsys):
-    """The command end to end on a backend without any-source receive: every process's
-    traffic (the group all-reduce, the pushes, the phase-end broadcasts) goes through saatp."""
-    import json
-
-    from emulation.cli import main
-    out = tmp_path / "cgp.json"
-    assert main(["train", "cgp", "--method", "cgp", "--method", "asp", "--duration", "2", "--no-cgroups",
-                 "--backend", "saatp", "--quotas", "0.5,0.5,0.5", "--R", "4", "--json", str(out)]) == 0
-    res = json.loads(out.read_text())
-    assert set(res["runs"]) == {"cgp", "asp"}
-    for name, r in res["runs"].items():
-        assert r["config"]["backend"] == "saatp" and r["config"]["workers"] == 3
-        assert r["final_acc"] > 0.5, name  # learnt something in 2 s (chance: 0.1)
-        assert len(r["compute_s"]) == 3 and min(r["compute_s"]) > 0
-    assert res["runs"]["cgp"]["decisions"]  # the server decided at least once
-    assert "cgp vs asp" in capsys.readouterr().out
