@@ -10,11 +10,10 @@ Usage: .venv/bin/python scripts/bench_cgp.py [--seeds 3] [--no-torch] [--scenari
 
 Real runs (``--real SCENARIO,...``; ``--no-sim`` skips the simulator): every method of
 ``saatp train cgp --method all --ablation`` (CGP, BSP, ASP, SSP, CGP without damping, with
-inverse damping, without the staleness bound, with a barrier at every regrouping decision) on the
-digits CNN,
-for each real scenario x quota trace (``--traces 0,1``: generated seeds) x repeat, one method
-after the other. Prints
-per run the time to each target accuracy, the final accuracy (mean of the last three
+inverse damping, without the staleness bound, with a barrier at every regrouping decision) on
+the digits CNN, for each real scenario (base, comm, server, lr) x quota trace (``--traces
+0,1``: generated seeds) x repeat, one method after the other. Prints per run the time to
+each target accuracy, the final accuracy (mean of the last three
 snapshots), samples/s, the largest staleness and the groupings; then per scenario the median
 over traces and repeats, CGP's wins and losses, and the host's load average.
 """

@@ -104,9 +104,10 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
     """Optimal contiguous grouping of workers sorted by ``tau`` (see the module docstring).
 
     ``objective="linear"`` (the design's rule): with no straggler (``max tau <= (1 + theta)
-    median tau``) everybody forms one group, i.e. plain synchronous training. ``c_push`` is the server time per global update in the same
-    unit as ``tau``. ``samples``/``comm``: see :func:`segment_periods` (periods then include
-    random stragglers and the intra-group all-reduce).
+    median tau``) everybody forms one group, i.e. plain synchronous training. ``c_push`` is
+    the server time per global update in the same unit as ``tau``. ``samples``/``comm``: see
+    :func:`segment_periods` (periods then include random stragglers and the intra-group
+    all-reduce).
 
     ``objective="linear"`` minimises ``J`` (idle fraction + ``lam`` x server busy fraction).
     ``objective="throughput"`` maximises the samples per second the grouping lets through,
@@ -176,13 +177,19 @@ def group_comm(k, comm: float):
     return np.where(k > 1, 2.0 * (k - 1) / np.maximum(k, 1) * comm, 0.0)
 
 
+def group_periods(tau, groups, comm: float = 0.0) -> np.ndarray:
+    """Each group's period with deterministic times: its slowest member's ``tau`` plus its
+    all-reduce (:func:`group_comm`)."""
+    t = np.asarray(tau, dtype=float)
+    return np.array([t[list(g)].max() + float(group_comm(len(g), comm)) for g in groups])
+
+
 def throughput_loss(tau, groups, c_push: float, comm: float = 0.0) -> tuple[float, float]:
     """``(J, s)`` of an arbitrary grouping under the ``throughput`` objective of
-    :func:`segment_groups` (deterministic periods, ``comm`` as there): ``J`` the fraction of
-    the workers' compute lost to waiting in groups or at the server, ``s`` the largest
-    predicted staleness."""
+    :func:`segment_groups` (:func:`group_periods`): ``J`` the fraction of the workers' compute
+    lost to waiting in groups or at the server, ``s`` the largest predicted staleness."""
     t = np.asarray(tau, dtype=float)
-    per = np.array([t[list(g)].max() + float(group_comm(len(g), comm)) for g in groups])
+    per = group_periods(t, groups, comm)
     k = np.array([len(g) for g in groups])
     rate = float(np.sum(1.0 / per))
     J = 1.0 - float(np.sum(k / per)) / float(np.sum(1.0 / t)) / max(1.0, c_push * rate)

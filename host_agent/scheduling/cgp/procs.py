@@ -10,9 +10,10 @@ step, no server traffic).
 
 The server never receives from "any source" (so any backend with plain send/recv works):
 a leader first rings a doorbell in the TCP store (``cgp/q/N``, N from an atomic counter,
-value = the leader's rank and the monotonic time it rang), then sends; the server reads the doorbells in order (a blocking
-``get``) and receives from exactly that leader. (Polling ``irecv`` handles does not work on
-gloo: a receive's ``is_completed`` stays false until it is waited on.)
+value = the leader's rank and the monotonic time it rang), then sends; the server reads the
+doorbells in order (a blocking ``get``) and receives from exactly that leader. (Polling
+``irecv`` handles does not work on gloo: a receive's ``is_completed`` stays false until it is
+waited on.)
 
 CGP's grouping is decided by the server alone, from what the pushes carry: every push has the
 group members' compute times of that iteration (a slot per worker appended to the gradient,
@@ -24,8 +25,9 @@ group's all-reduce priced as a round trip, and the server's measured time per up
 new grouping must lose ``switch_margin`` less of the workers' compute than the one in place.
 If the grouping in place stays, training goes on with no pause; only a change ends the
 phase: the server answers every group with "stop", and at the phase end (a barrier: the fast
-groups wait for the slowest to finish its iteration) it broadcasts the weights, the version, whether the time is up and the new grouping, and every
-rank creates the new groups' process groups in the same order. With ``barrier_every_phase``
+groups wait for the slowest to finish its iteration) it broadcasts the weights, the version,
+whether the time is up and the new grouping, and every rank creates the new groups' process
+groups in the same order. With ``barrier_every_phase``
 (the ablation's old behaviour) every decision ends the phase, changed or not. ASP and SSP run
 one phase; BSP runs phases of ``R`` steps and never regroups.
 """
@@ -46,7 +48,7 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..rank_processes import join_world, rank_main
-from .grouping import group_comm, predicted_staleness, segment_groups, worth_switching
+from .grouping import group_periods, predicted_staleness, segment_groups, worth_switching
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
@@ -265,8 +267,9 @@ class Proc:
             return None
         # a worker's period: its compute time and the round trip of a push without the wait
         # in the server's queue (a worker that has not led a push yet: the median of the
-        # others'), so the push rate the server would see is not overestimated (computed from compute times alone, a 0.15-CPU server
-        # looked saturated at 2.2x while it was busy 42 % of the time with four singletons)
+        # others'), so the push rate the server would see is not overestimated (computed from
+        # compute times alone, a 0.15-CPU server looked saturated at 2.2x while it was busy
+        # 42 % of the time with four singletons)
         trips = [float(np.median(q)) for q in self.round_trips if q]
         fallback = float(np.median(trips)) if trips else 0.0
         tau = np.array([float(np.median(q)) + (float(np.median(t)) if t else fallback)
@@ -283,7 +286,7 @@ class Proc:
             # a change ends the phase (a barrier): keep the groups unless the new ones are clearly better
             if not worth_switching(tau, groups, new, c_push, float(self.cfg["s_max"]),
                                    float(self.cfg["switch_margin"]), fallback):
-                per = [tau[list(g)].max() + group_comm(len(g), fallback) for g in groups]
+                per = group_periods(tau, groups, fallback)
                 new, pairs = list(groups), list(zip(groups, predicted_staleness(per).tolist()))
         self.log["taus"].append(tau.tolist())
         self.log.setdefault("c_push", []).append(c_push)

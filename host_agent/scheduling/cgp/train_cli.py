@@ -32,13 +32,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", action="append", choices=MODES + ("all",), default=None,
                    help="repeatable; default all (cgp, bsp, asp, ssp)")
     p.add_argument("--ablation", action="store_true",
-                   help="also CGP without damping / inverse damping / no bound / a barrier at every regrouping decision")
+                   help="also CGP without damping / inverse damping / no bound / a barrier at every "
+                        "regrouping decision")
     p.add_argument("--ps-quota", type=float, default=0.2, help="CPU quota of the parameter server process (default 0.2)")
     p.add_argument("--slot", type=float, default=2.0, help="seconds of training per trace slot (default 2)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds of training per method (default 15)")
     p.add_argument("--batch", type=int, default=32, help="samples per worker per step (default 32)")
     p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--R", type=int, default=16, help="server versions between CGP's regrouping decisions (BSP: steps per phase)")
+    p.add_argument("--R", type=int, default=16,
+                   help="server versions between CGP's regrouping decisions (BSP: steps per phase)")
     p.add_argument("--s-max", type=int, default=8, help="staleness bound of cgp and ssp (default 8)")
     p.add_argument("--damping", default="excess", choices=("excess", "none", "inverse", "sqrt"))
     p.add_argument("--target", type=float, default=0.9, help="target test accuracy (default 0.9)")

@@ -93,7 +93,8 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
     if cpu["min_microbatch"] > 1:
         log(f"{spec.name} trains on microbatches of {cpu['min_microbatch']} samples or more: "
             f"no plan uses smaller ones")
-    prof = dict(model=model, format=2, sizes=cpu["sizes"], min_microbatch=cpu["min_microbatch"], threads=1, machine=_machine(), stage_quotas=quotas,
+    prof = dict(model=model, format=2, sizes=cpu["sizes"], min_microbatch=cpu["min_microbatch"], threads=1,
+                machine=_machine(), stage_quotas=quotas,
                 cfs_period_s=cgroups.CpuQuotas().period_us / 1e6, cpu=cpu,
                 link=dict(latency=lat, per_byte=per, points=pts))
     if B:

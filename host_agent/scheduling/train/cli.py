@@ -16,7 +16,8 @@ among the M that divide B), UMPIPE K of its best distinct plans, in each case th
 then the fastest whose microbatch counts are 1.5x apart (:func:`spread_by_count`) -- for
 ``--tune-steps`` iterations, and keeps its best measured one. The winners are then measured
 again in a fresh session for ``--steps`` iterations: those are the reported figures, so
-picking the minimum of noisy tuning measurements favours no method. ``--candidates 1`` takes every method's model choice.
+picking the minimum of noisy tuning measurements favours no method. ``--candidates 1`` takes
+every method's model choice.
 The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a
 profile measured first.
 """
