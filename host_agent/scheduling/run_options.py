@@ -35,7 +35,9 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
     g.add_argument("--model", default="digits-cnn", help=f"digits-cnn or MODULE:FN returning an {model}")
     g.add_argument("--data", default="digits", help="digits or MODULE:FN returning (x_train, y_train, x_test, y_test)")
     g.add_argument("--quotas", default=quotas, help=f"base CPU quota per {rank} (default %(default)s)")
-    g.add_argument("--trace", metavar="CSV", help="slowdown trace slot,device,factor (default: generated)")
+    g.add_argument("--trace", metavar="CSV",
+                   help="CPU trace, looped: slot,device,factor (base quota / factor) or slot,device,quota "
+                   "(CPUs); a (slot, device) it does not name keeps the base quota (default: generated)")
     g.add_argument("--trace-seed", type=int, default=0)
     g.add_argument("--backend", default="gloo", help="gloo or saatp")
     g.add_argument("--no-cgroups", action="store_true", help="run without CPU quotas")

@@ -467,6 +467,34 @@ class Transient(StragglerModel):
         return f
 
 
+def read_slot_csv(path: str, values: Sequence[str]) -> tuple[str, list[tuple[int, int, float]]]:
+    """Rows of a trace CSV ``slot,device,VALUE`` (``#`` comments and blank lines skipped),
+    where VALUE is one of ``values`` (the header names it). Returns (VALUE, [(slot, device,
+    value)]); ValueError with ``path:line`` on a bad header or row (values must be finite and
+    > 0)."""
+    want = " or ".join(f"'slot,device,{v}'" for v in values)
+    with open(path, newline="") as fh:
+        lines = [(i + 1, ln) for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ValueError(f"{path}: empty trace (expected header {want})")
+    header = [c.strip().lower() for c in lines[0][1].split(",")]
+    if len(header) != 3 or header[:2] != ["slot", "device"] or header[2] not in values:
+        raise ValueError(f"{path}:{lines[0][0]}: header must be {want}, got {lines[0][1].strip()!r}")
+    rows: list[tuple[int, int, float]] = []
+    for lineno, ln in lines[1:]:
+        parts = next(csv.reader([ln]))
+        try:
+            if len(parts) != 3:
+                raise ValueError("need 3 fields")
+            s, d, x = int(parts[0]), int(parts[1]), float(parts[2])
+            if s < 0 or d < 0 or not (x > 0 and math.isfinite(x)):
+                raise ValueError(f"slot/device must be >= 0 and {header[2]} > 0")
+        except ValueError as e:
+            raise ValueError(f"{path}:{lineno}: bad trace row {ln.strip()!r}: {e}") from None
+        rows.append((s, d, x))
+    return header[2], rows
+
+
 @dataclass(frozen=True)
 class TraceReplay(StragglerModel):
     """Replays recorded factors; slots past the end wrap around when ``loop`` else are 1."""
@@ -480,25 +508,7 @@ class TraceReplay(StragglerModel):
 
     @classmethod
     def from_csv(cls, path: str, loop: bool = False) -> "TraceReplay":
-        rows: list[tuple[int, int, float]] = []
-        with open(path, newline="") as fh:
-            lines = [(i + 1, ln) for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")]
-        if not lines:
-            raise ValueError(f"{path}: empty trace (expected header 'slot,device,factor')")
-        header = [c.strip().lower() for c in lines[0][1].split(",")]
-        if header != ["slot", "device", "factor"]:
-            raise ValueError(f"{path}:{lines[0][0]}: header must be 'slot,device,factor', got {lines[0][1].strip()!r}")
-        for lineno, ln in lines[1:]:
-            parts = next(csv.reader([ln]))
-            try:
-                if len(parts) != 3:
-                    raise ValueError("need 3 fields")
-                s, d, x = int(parts[0]), int(parts[1]), float(parts[2])
-                if s < 0 or d < 0 or not (x > 0 and math.isfinite(x)):
-                    raise ValueError("slot/device must be >= 0 and factor > 0")
-            except ValueError as e:
-                raise ValueError(f"{path}:{lineno}: bad trace row {ln.strip()!r}: {e}") from None
-            rows.append((s, d, x))
+        _, rows = read_slot_csv(path, ("factor",))
         return cls(tuple(rows), loop)
 
     def factors(self, n_slots: int, n_devices: int) -> np.ndarray:

@@ -2,7 +2,9 @@
 
 The quota of process ``r`` in slot ``t`` is ``base[r] / factor[t, r]`` CPUs, where the
 factors come from a straggler trace (:class:`~..workloads.TraceReplay` CSV, ``slot,device,
-factor``) or are generated from :mod:`~..workloads`'s seeded models. ``SlotQuotas`` owns one
+factor``) or are generated from :mod:`~..workloads`'s seeded models. A trace may give the
+quotas themselves instead (``slot,device,quota``, in CPUs): its factor is ``base / quota``.
+Either trace loops; a (slot, device) it does not name keeps the base quota. ``SlotQuotas`` owns one
 cgroup v1 per process (``/sys/fs/cgroup/cpu/<prefix>-rankR``, made with
 :class:`~..pipeline.cgroups.CpuQuotas`), rewrites ``cpu.cfs_quota_us`` at every slot and
 removes exactly the groups it created.
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..pipeline.cgroups import CpuQuotas
-from ..workloads import Combined, Persistent, TraceReplay, Transient
+from ..workloads import Combined, Persistent, TraceReplay, Transient, read_slot_csv
 
 MIN_QUOTA = 0.1  # CPUs: the kernel needs >= 1 ms per 10 ms period
 
@@ -31,8 +33,22 @@ def generated_factors(slots: int, n: int, seed: int = 0, p: float = 0.12, factor
     return Combined(tuple(models)).factors(slots, n)
 
 
-def trace_factors(path: str, slots: int, n: int) -> np.ndarray:
-    return TraceReplay.from_csv(path, loop=True).factors(slots, n)
+def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None) -> np.ndarray:
+    """[slots, n] slowdown factors of a trace CSV: ``slot,device,factor`` as written, or
+    ``slot,device,quota`` (CPUs; needs ``base``) as ``base[device] / quota``."""
+    kind, rows = read_slot_csv(path, ("factor", "quota"))
+    if kind == "quota":
+        if base is None:
+            raise ValueError(f"{path}: a quota trace needs the base quotas")
+        low = sorted({q for _, _, q in rows if q < MIN_QUOTA})
+        if low:
+            print(f"warning: {path}: quotas {low} below {MIN_QUOTA} CPUs run at {MIN_QUOTA} "
+                  "(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
+        for _, d, _ in rows:
+            if d >= n:
+                raise ValueError(f"{path}: trace names device {d} but there are {n} processes")
+        rows = [(s, d, float(base[d]) / q) for s, d, q in rows]
+    return TraceReplay(tuple(rows), loop=True).factors(slots, n)
 
 
 def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
@@ -46,9 +62,9 @@ def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
 
 def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0) -> np.ndarray:
     """[slots, n] CPUs per process per slot: ``base`` slowed down by the factors of the trace
-    CSV ``trace`` or, without one, generated from ``seed``."""
+    CSV ``trace`` (or set to its quotas) or, without one, generated from ``seed``."""
     n = len(base)
-    factors = trace_factors(trace, slots, n) if trace else generated_factors(slots, n, seed)
+    factors = trace_factors(trace, slots, n, base) if trace else generated_factors(slots, n, seed)
     return quota_matrix(base, factors)
 
 

@@ -147,6 +147,23 @@ def test_quota_trace_from_csv_and_bad_rows(tmp_path):
         quota_matrix([0.4, 0.4, 0.4, 0.4], trace_factors(str(p), 5, 5)[:, :5])
 
 
+def test_quota_valued_trace(tmp_path, capsys):
+    from host_agent.scheduling.groups.quotas import MIN_QUOTA, quota_trace
+    p = tmp_path / "q.csv"
+    p.write_text("slot,device,quota\n0,0,0.15\n1,2,0.5\n1,3,0.05\n")
+    q = quota_trace([0.4, 0.3, 0.2, 0.25], 4, str(p))
+    assert np.allclose(q[0], [0.15, 0.3, 0.2, 0.25])  # unnamed devices keep their base quota
+    assert np.allclose(q[1], [0.4, 0.3, 0.5, MIN_QUOTA])  # set as given, clamped to the kernel's minimum
+    assert np.allclose(q[2], q[0]) and np.allclose(q[3], q[1])  # looped
+    assert "below 0.1" in capsys.readouterr().err
+    p.write_text("slot,device,quota\n0,4,0.2\n")
+    with pytest.raises(ValueError, match="device 4 but there are 4"):
+        quota_trace([0.4] * 4, 2, str(p))
+    p.write_text("slot,device,cpus\n0,0,0.2\n")
+    with pytest.raises(ValueError, match=r"q.csv:1: header must be 'slot,device,factor' or 'slot,device,quota'"):
+        quota_trace([0.4] * 4, 2, str(p))
+
+
 def _costs(n=6):
     from host_agent.scheduling.groups.costs import LayerCosts
     return LayerCosts(np.full(n, 1e-3), np.full(n, 1e-4), np.full(n, 4e4), np.full(n, 400.0), [(10,)] * n)
