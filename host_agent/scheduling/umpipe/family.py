@@ -85,9 +85,23 @@ def equal_candidates(costs: PipelineCosts, kind: str, Ms: Sequence[int], limit=N
             for M in Ms if 1 <= M <= costs.B]
 
 
+TIE_REL = 0.003  # plans predicted this close (relative) are the same to the model
+
+
+def n_ops(c: Candidate) -> int:
+    """Microbatches over all stages: each costs a stage op's fixed CPU and a message."""
+    return sum(len(r) for r in c.rows)
+
+
 def best_of(cands: Sequence[Candidate]) -> Candidate | None:
+    """The fastest fitting plan; of plans within :data:`TIE_REL` of it, the one with the fewest
+    microbatches. Stages off the critical path can re-chunk freely in the model; on a shared
+    host their extra ops still take CPU and messages."""
     ok = [c for c in cands if c.fits]
-    return min(ok, key=lambda c: c.predicted_s) if ok else None
+    if not ok:
+        return None
+    m = min(c.predicted_s for c in ok)
+    return min((c for c in ok if c.predicted_s <= m * (1 + TIE_REL)), key=lambda c: (n_ops(c), c.predicted_s))
 
 
 def ramp(B: int, M: int, r: float) -> list[int]:
@@ -259,7 +273,7 @@ def _family_search(costs, kind, mmax, limit, starts, evals, seed, top):
     got = sr.top(max(top, 3), name)
     if top > 1:
         return got[:top]
-    return got[0] if got else None
+    return best_of(got)
 
 
 @dataclass
@@ -305,20 +319,19 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
         fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, 4 * top) or []
         if dual_check:
             dual_s = float(DGAP(pop=pop, gens=gens, mmax=mmax, dual=True, seed=seed).run(costs).makespan)
-    starts = [fds[0].rows] if fds else []
+    starts = [best_of(fds).rows] if fds else []
     ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, 4 * top) or []
-    fd = fds[0] if fds else None
-    of = ofs[0] if ofs else None
-    both = sorted(fds + ofs, key=lambda c: c.predicted_s)
-    # never worse than the equal baselines in the model: they are in the search pools, but a
-    # search score from fewer phase draws may rank them differently from the full one
+    # the equal splits are plans of the family too: never worse than them in the model (they
+    # are in the search pools, but a search score from fewer phase draws may rank them
+    # differently from the full one), and preferred on a near-tie (fewer microbatches)
     eq = [c for c in (gb, ob) if c is not None and _measurable(costs, c)]
     as_umpipe = lambda c: Candidate(f"UMPIPE {c.kind} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
                                     c.peak_samples, c.memory_bytes, c.fits, c.cap)
-    best = best_of([c for c in (fd, of) if c is not None] + eq)
-    if best is not None and best in eq:
-        best = as_umpipe(best)
-        both = [best] + both
+    eq_u = {c.kind: as_umpipe(c) for c in eq}
+    fd = best_of(fds + [eq_u[k] for k in eq_u if k == "fill-drain"])
+    of = best_of(ofs + [eq_u[k] for k in eq_u if k == "1f1b"])
+    best = best_of([c for c in (fd, of) if c is not None])
+    both = sorted(fds + ofs + list(eq_u.values()), key=lambda c: c.predicted_s)
     tops = _diverse(both, top)
     # The family's best equal split is always among the plans to measure: the calibrated model
     # is off by ~5 % per plan, more than most predicted gains of unequal plans (1-4 %), so a
@@ -344,14 +357,18 @@ def candidate_pool(costs, fam: PlanFamily) -> list[Candidate]:
     return sorted(fam.top + extra, key=lambda c: c.predicted_s)
 
 
-def _diverse(cands: list[Candidate], k: int, rel: float = 0.003) -> list[Candidate]:
+def _diverse(cands: list[Candidate], k: int, rel: float = TIE_REL) -> list[Candidate]:
     """The k fastest plans whose predicted times differ by more than ``rel`` from every plan
     kept before them (near-ties of the same plan with a moved sample or a different in-flight
-    cap would measure the same thing k times)."""
+    cap would measure the same thing k times); of near-ties, the one with the fewest
+    microbatches stands for them."""
     out: list[Candidate] = []
-    for c in cands:
-        if all(abs(c.predicted_s - x.predicted_s) > rel * x.predicted_s for x in out):
+    for c in sorted(cands, key=lambda c: c.predicted_s):
+        near = [i for i, x in enumerate(out) if abs(c.predicted_s - x.predicted_s) <= rel * x.predicted_s]
+        if not near:
+            if len(out) == k:
+                break
             out.append(c)
-        if len(out) == k:
-            break
+        elif n_ops(c) < n_ops(out[near[0]]):
+            out[near[0]] = c
     return out
