@@ -67,7 +67,7 @@ class RankProcesses:
     def __exit__(self, kind, e, tb) -> None:
         try:
             if isinstance(e, Exception):
-                raise RuntimeError(f"{self.what} failed: {e}\n" + self.log_tails()) from e
+                raise RuntimeError(f"{self.what} failed: {e} (logs in {self.log_dir})\n" + self.log_tails()) from e
         finally:
             self.kill()
 

@@ -19,7 +19,7 @@ class QuotaRunOptions:
     training seed, whether to apply the quotas (cgroup v1) and the processes' time-out."""
 
     base_quotas: tuple[float, ...] = (0.4, 0.4, 0.3, 0.3)
-    trace: str | None = None  # CSV slot,device,factor; None: generated from trace_seed
+    trace: str | None = None  # CSV slot,device,factor or slot,device,quota; None: generated from trace_seed
     trace_seed: int = 0
     backend: str = "gloo"
     seed: int = 0
@@ -30,7 +30,8 @@ class QuotaRunOptions:
 def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: str) -> None:
     """``--model`` (``digits-cnn`` or a ``MODULE:FN`` returning a ``model``), ``--data`` and the
     options of :class:`QuotaRunOptions`: ``--quotas`` (default ``quotas``: base CPUs of each
-    ``rank``), ``--trace``, ``--trace-seed``, ``--backend``, ``--no-cgroups``, ``--seed``."""
+    ``rank``), ``--trace``, ``--trace-seed``, ``--backend``, ``--no-cgroups``, ``--seed``; and
+    ``--log-dir`` (not a config field: where the run keeps its files)."""
     g = p.add_argument_group("model, data and processes")
     g.add_argument("--model", default="digits-cnn", help=f"digits-cnn or MODULE:FN returning an {model}")
     g.add_argument("--data", default="digits", help="digits or MODULE:FN returning (x_train, y_train, x_test, y_test)")
@@ -42,6 +43,9 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
     g.add_argument("--backend", default="gloo", help="gloo or saatp")
     g.add_argument("--no-cgroups", action="store_true", help="run without CPU quotas")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--log-dir", metavar="DIR",
+                   help="keep the processes' configs and logs here (default: a temporary directory, "
+                   "removed after a successful run)")
 
 
 def run_options_from(args: argparse.Namespace) -> dict:

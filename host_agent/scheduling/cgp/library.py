@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -30,6 +29,7 @@ from .. import digits
 from ..fn_specs import spec_of
 from ..groups.quotas import SlotQuotas, quota_trace, run_prefix
 from ..rank_processes import RankProcesses, host_store
+from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .policy import damping
 
@@ -71,11 +71,20 @@ class CGPConfig(QuotaRunOptions):
             raise ValueError("need workers >= 2, duration_s > 0, R >= 1, s_max >= 0")
 
 
-def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None) -> dict:
+def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None,
+              log_dir: str | None = None) -> dict:
+    """The processes' configs and logs go to ``log_dir`` (``out_dir`` in the result), else to a
+    temporary directory removed after a successful run (``out_dir`` None)."""
     cfg = cfg or CGPConfig()
     spec = spec_of(model_fn, "model_fn")
     digits.model_from(spec)  # fail early, in this process, with a clear error
-    out_dir = tempfile.mkdtemp(prefix="saatp-cgp-")
+    with run_dir("saatp-cgp-", log_dir) as out_dir:
+        res = _train_in(out_dir, spec, dataset, cfg, target_acc)
+    res["out_dir"] = log_dir
+    return res
+
+
+def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> dict:
     if isinstance(dataset, digits.Dataset):
         data, data_path, data_spec = dataset, os.path.join(out_dir, "data.pt"), None
         torch.save((data.x_train, data.y_train, data.x_test, data.y_test), data_path)
@@ -121,7 +130,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     holder = 0 if cfg.mode == "bsp" else cfg.workers
     snap_path = os.path.join(out_dir, f"snapshots{holder}.pt")
     snaps = torch.load(snap_path)
-    os.remove(snap_path)  # weights, tens of MB: evaluated below, the logs stay in out_dir
+    os.remove(snap_path)  # weights, tens of MB: evaluated below, not kept with the logs
     model = digits.model_from(spec)
     evals = []
     for t, v, samples, w in snaps:

@@ -9,6 +9,7 @@ inverse damping, without the staleness bound and with a barrier at every regroup
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
         runs = {}
         for name, cfg in plans.items():
             print(f"{name}: {cfg.duration_s:g} s of training ...", flush=True)
-            runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target)
+            log = os.path.join(args.log_dir, name) if args.log_dir else None
+            runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target, log_dir=log)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train cgp: {e}", file=sys.stderr)
         return 2

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         def progress(t, d):
             print(f"slot {t:3d}: " + "  ".join(f"{m} {x['T'] * 1e3:6.1f} ms acc {x['test_acc']:.3f}"
                                                  for m, x in d.items()), flush=True)
-        res = executor.run(cfg, progress=progress)
+        res = executor.run(cfg, progress=progress, log_dir=args.log_dir)
         res.pop("final_params")
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train groups: {e}", file=sys.stderr)

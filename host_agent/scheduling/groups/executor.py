@@ -15,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ import torch
 
 from .. import digits
 from ..rank_processes import RankProcesses, host_store
+from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .costs import profile_layers
 from .plan import ExecPlan
@@ -81,7 +81,17 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
         time.sleep(0.01)
 
 
-def run(cfg: GroupsConfig, progress=None) -> dict:
+def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
+    """Every method, slot by slot. The processes' configs and logs go to ``log_dir``
+    (``out_dir`` in the result), else to a temporary directory removed after a successful run
+    (``out_dir`` None)."""
+    with run_dir("saatp-groups-", log_dir) as out_dir:
+        out = _run_in(out_dir, cfg, progress)
+    out["out_dir"] = log_dir
+    return out
+
+
+def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     data = digits.dataset_from(cfg.data)
     torch.manual_seed(1)
     layers = digits.sequential_from(cfg.model)
@@ -91,7 +101,6 @@ def run(cfg: GroupsConfig, progress=None) -> dict:
                        cfg.hold, axis=0)[:cfg.slots]
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp
     store, port = host_store(cfg.world + 1, cfg.timeout_s)
-    out_dir = tempfile.mkdtemp(prefix="saatp-groups-")
     cg = SlotQuotas(cfg.world, run_prefix("groups")) if cfg.cgroups else None
     n = 0
     t_start = time.perf_counter()

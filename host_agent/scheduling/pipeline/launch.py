@@ -12,12 +12,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from typing import Sequence
 
 from ..rank_processes import free_port
+from ..run_dirs import run_dir
 from .cgroups import CpuQuotas
 from .worker import StageConfig, config_dict, runs_of
 
@@ -50,14 +50,21 @@ def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_
         keep_dir: str | None = None) -> dict:
     """Run the pipeline; ``quotas[r]`` CPUs for rank r (None: no cgroup). Returns
     ``dict(iteration_s=[...], median_s, mean_s, losses=[...], out_dir)``. Raises RuntimeError
-    with the failing ranks' stderr when a stage process fails."""
+    with the failing ranks' stderr when a stage process fails. The ranks' files go to
+    ``keep_dir`` (``out_dir`` in the result), else to a temporary directory removed after a
+    successful run (``out_dir`` None)."""
+    with run_dir("saatp-pipe-", keep_dir) as out_dir:
+        out = _run(cfg, quotas, timeout_s, out_dir)
+    out["out_dir"] = keep_dir
+    return out
+
+
+def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str) -> dict:
     world = len(cfg.cuts) + 1
     quotas = list(quotas or [None] * world)
     if len(quotas) != world:
         raise ValueError(f"{world} stages but {len(quotas)} quotas")
     check_config(cfg)
-    out_dir = keep_dir or tempfile.mkdtemp(prefix="saatp-pipe-")
-    os.makedirs(out_dir, exist_ok=True)
     procs: list[subprocess.Popen] = []
     groups = CpuQuotas(prefix=f"saatp-{os.getpid()}-{int(time.time() * 1000) % 10**8}")
     try:
@@ -93,7 +100,7 @@ def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_
                     tail = f.read()[-2000:]
                 if tail.strip():
                     logs.append(f"--- rank {r} ---\n{tail}")
-            raise RuntimeError(f"pipeline run failed ({failed}):\n" + "\n".join(logs))
+            raise RuntimeError(f"pipeline run failed ({failed}; logs in {out_dir}):\n" + "\n".join(logs))
     finally:
         for p in procs:
             if p.poll() is None:

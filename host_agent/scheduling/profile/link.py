@@ -58,7 +58,11 @@ def _pingpong(rank: int, sizes: Sequence[int], min_s: float) -> list[tuple[int, 
 
 def measure_link(sizes_bytes: Sequence[int], backend: str = "gloo", min_s: float = 0.05,
                  timeout_s: float = 300.0, shares: bool | None = None) -> list[tuple[int, float]]:
-    d = tempfile.mkdtemp(prefix="saatp-link-")
+    with tempfile.TemporaryDirectory(prefix="saatp-link-") as d:  # the errors come through stderr
+        return _measure_in(d, sizes_bytes, backend, min_s, timeout_s, shares)
+
+
+def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: float, shares) -> list[tuple[int, float]]:
     if shares is None:
         shares = cgroups.unavailable_reason() is None
     groups = cgroups.CpuQuotas(prefix=f"saatp-{os.getpid()}-link")

@@ -65,6 +65,7 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
     assert res["max_staleness"] <= 2
     assert all(n > 0 for n in res["iterations"])
     assert res["evals"][-1]["test_acc"] > 0.2  # it learns (chance is 0.1)
+    assert res["out_dir"] is None  # its temporary directory is gone
 
 
 def test_push_cost_is_measured_unless_configured():
@@ -76,13 +77,14 @@ def test_push_cost_is_measured_unless_configured():
 
 
 @pytest.mark.slow
-def test_cgp_measures_alone_first_then_groups_with_the_servers_measured_cost():
+def test_cgp_measures_alone_first_then_groups_with_the_servers_measured_cost(tmp_path):
     import json
     import os
 
     from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
     res = train_cgp("host_agent.scheduling.digits:cnn", "digits",
-                    CGPConfig(mode="cgp", duration_s=3.0, R=8, cgroups=False, snapshot_s=0.2))
+                    CGPConfig(mode="cgp", duration_s=3.0, R=8, cgroups=False, snapshot_s=0.2), log_dir=str(tmp_path))
+    assert res["out_dir"] == str(tmp_path) and not list(tmp_path.glob("snapshots*"))  # logs kept, weights not
     g = res["groupings"]
     assert g[0]["groups"] == [[0], [1], [2], [3]]  # the first phase: every worker alone, measuring
     # 2 versions per worker, then the first decision (kept or a new grouping)
