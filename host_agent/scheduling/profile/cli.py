@@ -15,7 +15,7 @@ import tempfile
 import time
 
 from ..pipeline import cgroups
-from ..pipeline.models import load_model
+from ..pipeline.models import build_layers, load_model
 from . import costs
 from .calibrate import calibrate
 from .fit import fit_knee, fit_line
@@ -79,6 +79,14 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
     """Layer CPU times, link fit, and (if ``B``) a calibration inside real pipeline runs of
     ``len(quotas)`` stages on the quotas."""
     spec = load_model(model)
+    n_layers = len(build_layers(spec))
+    if not 1 <= len(quotas) <= n_layers:
+        raise ValueError(f"{spec.name} has {n_layers} layers (children of its nn.Sequential): "
+                         f"it cannot be cut into {len(quotas)} stages")
+    if cuts is not None and (len(cuts) != len(quotas) - 1 or list(cuts) != sorted(set(cuts))
+                             or not all(0 < c < n_layers for c in cuts)):
+        raise ValueError(f"--cuts {','.join(map(str, cuts))}: need {len(quotas) - 1} increasing cuts "
+                         f"within 1..{n_layers - 1}")
     if any(q is not None for q in quotas):
         why = cgroups.unavailable_reason()
         if why:

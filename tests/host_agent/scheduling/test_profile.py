@@ -169,6 +169,21 @@ def test_train_pipeline_reports_bad_arguments_before_starting_anything(tmp_path,
     assert "profiles toy, not vgg-mini" in capsys.readouterr().err
 
 
+def test_profile_refuses_more_stages_than_layers_before_timing_anything(tmp_path, capsys):
+    from emulation.cli import main
+
+    out = tmp_path / "p.json"
+    # tests.testsupport.user_models:spec has 3 layers
+    assert main(["profile", "--model", "tests.testsupport.user_models:spec", "--stages", "4", "--quota", "none",
+                     "--out", str(out)]) == 2
+    err = capsys.readouterr()
+    assert "has 3 layers" in err.err and "cannot be cut into 4 stages" in err.err
+    assert "profiling" not in err.out and not out.exists()  # nothing was timed
+    assert main(["profile", "--model", "tests.testsupport.user_models:spec", "--stages", "2", "--quota", "none",
+                     "--cuts", "3", "--out", str(out)]) == 2
+    assert "need 1 increasing cuts within 1..2" in capsys.readouterr().err
+
+
 def test_link_latency_is_measured_from_blocked_receivers():
     rows = [[2, 2], [4]]
     # stage 0 ends F0 at 1.0 and F1 at 2.0; stage 1 waits from 0.5 and starts F0 at 2.25
