@@ -13,11 +13,16 @@ from contextlib import contextmanager
 def run_dir(prefix: str, keep: str | None = None) -> Iterator[str]:
     """``keep`` (created if needed, left in place), else a fresh directory under the system's
     temporary directory that is removed when the run succeeds and left for its logs when it
-    fails (the error names what failed; the logs hold the rest)."""
+    fails (the error names what failed; the logs hold the rest), unless it is still empty."""
     if keep is not None:
         os.makedirs(keep, exist_ok=True)
         yield keep
         return
     d = tempfile.mkdtemp(prefix=prefix)
-    yield d  # an exception propagates from here and leaves the directory
+    try:
+        yield d
+    except BaseException:
+        if not os.listdir(d):  # failed before writing anything: nothing to look at
+            os.rmdir(d)
+        raise
     shutil.rmtree(d, ignore_errors=True)

@@ -22,6 +22,13 @@ def test_a_temporary_run_dir_goes_after_success_and_stays_after_a_failure():
         shutil.rmtree(d)
 
 
+def test_a_run_that_fails_before_writing_leaves_nothing():
+    with pytest.raises(ValueError):
+        with run_dir("saatp-test-") as d:
+            raise ValueError("bad trace")
+    assert not os.path.exists(d)
+
+
 def test_a_named_run_dir_is_created_and_kept(tmp_path):
     want = tmp_path / "logs" / "cgp"
     with run_dir("saatp-test-", str(want)) as d:
