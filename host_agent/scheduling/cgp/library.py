@@ -53,6 +53,9 @@ class CGPConfig(QuotaRunOptions):
     # CGP (throughput objective): a new grouping must lose this much less of the workers'
     # compute than the one in place (a fraction) to be worth the barrier of a change
     switch_margin: float = 0.05
+    # CGP: a worker's compute time for the grouping is the longer of its step's wall time and
+    # its CPU seconds over its current CPU quota (the pace it sustains alone)
+    sustained_periods: bool = True
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction

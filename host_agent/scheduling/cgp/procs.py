@@ -17,7 +17,8 @@ waited on.)
 
 CGP's grouping is decided by the server alone, from what the pushes carry: every push has the
 group members' compute times of that iteration (a slot per worker appended to the gradient,
-summed by the group's all-reduce) and the leader's last push round trip. Every ``R`` server
+summed by the group's all-reduce; under a CPU quota the step's time at the pace the quota
+sustains, :func:`quota_paced`) and the leader's last push round trip. Every ``R`` server
 versions (the first time after ``2 N`` versions and once every worker has reported) the
 server computes the grouping (:func:`.grouping.segment_groups` on each worker's period, the
 median of its last five compute times plus the median of its last five round trips, with a
@@ -70,6 +71,12 @@ def push_cost(configured, measured: float) -> float:
     return measured if measured > 0 else 0.005
 
 
+def quota_paced(wall: float, cpu: float, quota: float | None) -> float:
+    """A step's time at the pace a CPU quota sustains: the longer of its wall time and its CPU
+    seconds over the quota (``quota`` None: the wall time)."""
+    return max(wall, cpu / quota) if quota else wall
+
+
 def grouping_code(groups, n: int) -> list[int]:
     """Each worker's group index (what the phase end broadcasts)."""
     code = [-1] * n
@@ -105,8 +112,10 @@ class Proc:
         self.pgs: dict[tuple[int, ...], object] = {}
         self.workers_pg = self.pg(tuple(range(self.N)))
         self.log: dict = {"rank": rank, "groupings": [], "taus": [], "pushes": 0, "iters": 0, "compute_s": 0.0}
-        if cfg.get("cgroups"):
-            cgroups.join(cfg["cgroups"][rank])
+        self.cgroup = cfg["cgroups"][rank] if cfg.get("cgroups") else None
+        if self.cgroup:
+            cgroups.join(self.cgroup)
+        self.sustained = 0.0  # the last step's time at the pace its CPU quota sustains
         dist.barrier()
         self.t0 = tick()
         if rank == self.ps:
@@ -123,15 +132,22 @@ class Proc:
         return tick() - self.t0
 
     def grad(self, w: torch.Tensor, out: torch.Tensor) -> float:
-        """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time."""
-        t0 = tick()
+        """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time
+        and sets ``self.sustained``: the longer of that time and the step's CPU seconds over the
+        process's CPU quota. Under a quota a step after a wait (for the group, the server) runs
+        at full speed on the CPU budget the wait left; only back to back does a worker run at
+        its quota's pace, the pace of a worker on its own."""
+        t0, c0 = tick(), time.process_time()
         vector_to_parameters(w, self.params)
         idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)
         self.model.zero_grad()
         loss = digits.loss_sum(self.model(self.X[idx]), self.Y[idx]) / len(idx)
         loss.backward()
         grads_to_vector(self.params, out[:self.w.numel()])
-        return tick() - t0
+        wall = tick() - t0
+        q = cgroups.read_quota(self.cgroup) if self.cgroup and self.cfg.get("sustained_periods", True) else None
+        self.sustained = quota_paced(wall, time.process_time() - c0, q)
+        return wall
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:
@@ -235,7 +251,7 @@ class Proc:
         while True:
             ext[n_param:] = 0.0
             tau = self.grad(w, ext)
-            ext[n_param + self.rank] = tau
+            ext[n_param + self.rank] = self.sustained
             self.log["compute_s"] += tau
             self.log["iters"] += 1
             if gpg is not None:

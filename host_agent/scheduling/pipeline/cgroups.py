@@ -33,6 +33,16 @@ def join(path: str) -> None:
         f.write(str(os.getpid()))
 
 
+def read_quota(path: str) -> float | None:
+    """The CPUs the cgroup directory ``path`` allows now (None: no limit)."""
+    with open(os.path.join(path, "cpu.cfs_quota_us")) as f:
+        q = int(f.read())
+    if q < 0:
+        return None
+    with open(os.path.join(path, "cpu.cfs_period_us")) as f:
+        return q / int(f.read())
+
+
 class CpuQuotas:
     def __init__(self, prefix: str | None = None, period_us: int = 10_000, shares: int = 8192):
         self.prefix = prefix or f"saatp-{os.getpid()}"

@@ -68,6 +68,14 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
     assert res["out_dir"] is None  # its temporary directory is gone
 
 
+def test_a_workers_period_is_paced_by_its_cpu_quota():
+    from host_agent.scheduling.cgp.procs import quota_paced
+    # 2 ms of CPU at 0.25 CPUs: 8 ms back to back, though a step after a wait ran in 3 ms
+    assert quota_paced(0.003, 0.002, 0.25) == pytest.approx(0.008)
+    assert quota_paced(0.010, 0.002, 0.25) == 0.010  # slower than the quota (other load)
+    assert quota_paced(0.003, 0.002, None) == 0.003  # no quota: the wall time
+
+
 def test_push_cost_is_measured_unless_configured():
     from host_agent.scheduling.cgp.procs import push_cost
     assert push_cost(None, 0.012) == 0.012  # the server's measured time per update

@@ -8,7 +8,7 @@ import torch
 from host_agent.scheduling.costmodel import PipelineCosts
 from host_agent.scheduling.orders import schedule
 from host_agent.scheduling.pipeline import launch, reference
-from host_agent.scheduling.pipeline.cgroups import CpuQuotas, unavailable_reason
+from host_agent.scheduling.pipeline.cgroups import CpuQuotas, read_quota, unavailable_reason
 from host_agent.scheduling.pipeline.worker import StageConfig
 
 WARMUP, STEPS = 1, 2
@@ -110,4 +110,6 @@ def test_cpu_quota_group_settings_and_cleanup():
         with open(os.path.join(p, "cpu.cfs_period_us")) as f:
             period = int(f.read())
         assert quota == period // 4
+        assert read_quota(p) == pytest.approx(0.25)  # what a process reads of its own group
+        assert read_quota(g.create("stage1", None)) is None
     assert not os.path.exists(p)
