@@ -150,7 +150,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                staleness_hist=ps.get("staleness_hist"),
                phase_end_s=[lg.get("phase_end_s", 0.0) for lg in logs[:cfg.workers]],
                compute_s=[lg["compute_s"] for lg in logs[:cfg.workers]],
-               wall_s=max(lg["wall_s"] for lg in logs), out_dir=out_dir)
+               wall_s=max(lg["wall_s"] for lg in logs))
     if evals:
         out["samples_per_s"] = evals[-1]["samples"] / max(evals[-1]["t"], 1e-9)
     if target_acc is not None:

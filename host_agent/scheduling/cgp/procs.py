@@ -115,7 +115,6 @@ class Proc:
         self.cgroup = cfg["cgroups"][rank] if cfg.get("cgroups") else None
         if self.cgroup:
             cgroups.join(self.cgroup)
-        self.sustained = 0.0  # the last step's time at the pace its CPU quota sustains
         dist.barrier()
         self.t0 = tick()
         if rank == self.ps:
@@ -131,12 +130,12 @@ class Proc:
     def elapsed(self) -> float:
         return tick() - self.t0
 
-    def grad(self, w: torch.Tensor, out: torch.Tensor) -> float:
+    def grad(self, w: torch.Tensor, out: torch.Tensor) -> tuple[float, float]:
         """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time
-        and sets ``self.sustained``: the longer of that time and the step's CPU seconds over the
-        process's CPU quota. Under a quota a step after a wait (for the group, the server) runs
-        at full speed on the CPU budget the wait left; only back to back does a worker run at
-        its quota's pace, the pace of a worker on its own."""
+        and, for CGP's grouping, that time at the pace the process's CPU quota sustains
+        (:func:`quota_paced`): under a quota a step after a wait (for the group, the server)
+        runs at full speed on the CPU budget the wait left; only back to back does a worker run
+        at its quota's pace, the pace of a worker on its own."""
         t0, c0 = tick(), time.process_time()
         vector_to_parameters(w, self.params)
         idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)
@@ -145,9 +144,8 @@ class Proc:
         loss.backward()
         grads_to_vector(self.params, out[:self.w.numel()])
         wall = tick() - t0
-        q = cgroups.read_quota(self.cgroup) if self.cgroup and self.cfg.get("sustained_periods", True) else None
-        self.sustained = quota_paced(wall, time.process_time() - c0, q)
-        return wall
+        paced = self.mode == "cgp" and self.cgroup and self.cfg.get("sustained_periods", True)
+        return wall, quota_paced(wall, time.process_time() - c0, cgroups.read_quota(self.cgroup) if paced else None)
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:
@@ -223,7 +221,7 @@ class Proc:
         n_param = self.w.numel()
         ext = torch.zeros(n_param + 1)  # the gradient, then rank 0's "time is up"
         for _ in range(int(self.cfg["R"])):
-            self.log["compute_s"] += self.grad(self.w, ext)
+            self.log["compute_s"] += self.grad(self.w, ext)[0]
             ext[-1] = float(self.rank == 0 and self.elapsed() >= float(self.cfg["duration_s"]))
             dist.all_reduce(ext, group=self.workers_pg)
             self.w -= float(self.cfg["lr"]) * ext[:-1] / self.N
@@ -250,8 +248,8 @@ class Proc:
         rtt = 0.0
         while True:
             ext[n_param:] = 0.0
-            tau = self.grad(w, ext)
-            ext[n_param + self.rank] = self.sustained
+            tau, paced = self.grad(w, ext)
+            ext[n_param + self.rank] = paced
             self.log["compute_s"] += tau
             self.log["iters"] += 1
             if gpg is not None:

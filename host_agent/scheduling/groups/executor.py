@@ -198,13 +198,13 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
         command_stop = {"kind": "stop"}
         store.set(f"cmd/{n}", json.dumps(command_stop))
         ranks.wait(timeout_s=60)
-    out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, out_dir, load0)
+    out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, load0)
     out["static_sets"] = static
     out["final_params"] = final  # tensors (not JSON): group 0's parameters after the last slot
     return out
 
 
-def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, wall: float, out_dir: str,
+def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, wall: float,
               load0=None) -> dict:
     runs = {}
     for m, slots in rec.items():
@@ -227,7 +227,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        train_s=float(sum(cfg.iters * float(np.mean(s["batch_s"])) + s["migration_s"] for s in slots)),
                        slots=slots)
     out = dict(config=asdict(cfg), budget=budget, t_ref=t_ref, layer_costs=costs.to_dict(), wall_s=wall,
-               load_avg=os.getloadavg(), load_avg_start=load0, runs=runs, out_dir=out_dir)
+               load_avg=os.getloadavg(), load_avg_start=load0, runs=runs)
     if "lyapunov" in runs:
         ly = runs["lyapunov"]["mean_batch_s"]
         out["lyapunov_vs"] = {m: dict(batch_time_reduction=1.0 - ly / r["mean_batch_s"],

@@ -124,5 +124,4 @@ def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str) -> dict:
                          starts=[min(p["times"][k][0] for p in per) for k in range(n)]))
         if "traces" in per[0]:
             runs[-1]["traces"] = [p["traces"] for p in per]  # [rank][step] = dict(ops, ops_end)
-    out = dict(runs[0], runs=runs, out_dir=out_dir)
-    return out
+    return dict(runs[0], runs=runs)

@@ -327,11 +327,11 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     eq = [c for c in (gb, ob) if c is not None and _measurable(costs, c)]
     as_umpipe = lambda c: Candidate(f"UMPIPE {c.kind} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
                                     c.peak_samples, c.memory_bytes, c.fits, c.cap)
-    eq_u = {c.kind: as_umpipe(c) for c in eq}
-    fd = best_of(fds + [eq_u[k] for k in eq_u if k == "fill-drain"])
-    of = best_of(ofs + [eq_u[k] for k in eq_u if k == "1f1b"])
+    eq_u = [as_umpipe(c) for c in eq]
+    fd = best_of(fds + [c for c in eq_u if c.kind == "fill-drain"])
+    of = best_of(ofs + [c for c in eq_u if c.kind == "1f1b"])
     best = best_of([c for c in (fd, of) if c is not None])
-    both = sorted(fds + ofs + list(eq_u.values()), key=lambda c: c.predicted_s)
+    both = sorted(fds + ofs + eq_u, key=lambda c: c.predicted_s)
     tops = _diverse(both, top)
     # The family's best equal split is always among the plans to measure: the calibrated model
     # is off by ~5 % per plan, more than most predicted gains of unequal plans (1-4 %), so a
