@@ -15,7 +15,7 @@ over the repeats and, per scenario, a markdown table. The host's load average is
 the start and end of each run: timings are noisy when other work shares the machine.
 
 Usage: .venv/bin/python scripts/bench_groups.py [--seeds 0,1] [--trace T.csv ...] [--repeats 2]
-       [--slots 40] [--iters 3] [--hold 1] [--methods all] [--json OUT]
+       [--slots 40] [--iters 3] [--hold 1] [--methods all] [--no-react] [--json OUT]
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def main() -> int:
     ap.add_argument("--budget-frac", type=float, default=1.0)
     ap.add_argument("--budget-ref", default="all")
     ap.add_argument("--methods", default="all", help="comma-separated, or all")
+    ap.add_argument("--no-react", dest="react", action="store_false",
+                    help="decide only at slot starts (default: also after a slot's first iteration on a jump)")
     ap.add_argument("--json")
     a = ap.parse_args()
     exit_on_sigterm()  # a SIGTERM still removes the run's cgroups and processes
@@ -67,7 +69,8 @@ def main() -> int:
         out[name] = []
         for rep in range(a.repeats):
             res = run(GroupsConfig(methods=methods, slots=a.slots, iters=a.iters, hold=a.hold, base_quotas=base,
-                                   world=len(base), budget_frac=a.budget_frac, budget_ref=a.budget_ref, **kw))
+                                   world=len(base), budget_frac=a.budget_frac, budget_ref=a.budget_ref, react=a.react,
+                                   **kw))
             res.pop("final_params")
             out[name].append(res)
             if a.json:

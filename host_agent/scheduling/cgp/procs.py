@@ -241,7 +241,11 @@ class Proc:
         gpg = self.pg(members)
         n = len(members) * int(self.cfg["local_batch"])
         n_param = self.w.numel()
-        w = self.w
+        # the weights the leader receives, then the version and "phase ends": what the group's
+        # members get in one broadcast (exact in float32: versions stay far below 2**24)
+        wv = torch.zeros(n_param + 2)
+        wv[:n_param] = self.w
+        w = self.w = wv[:n_param]
         # the group's summed gradient, then a slot per worker for the members' compute times
         # (summed by the all-reduce) and one per worker for the leader's last push round trip
         ext = torch.zeros(n_param + 2 * self.N)
@@ -267,11 +271,11 @@ class Proc:
                 dist.recv(w, self.ps, tag=TAG_W)
                 rtt = tick() - t_push
                 self.log["pushes"] += 1
+                wv[n_param:] = msg.to(wv.dtype)
             if gpg is not None:
-                dist.broadcast(msg, leader, group=gpg)
-                dist.broadcast(w, leader, group=gpg)
-            v = int(msg[0])
-            if int(msg[1]):
+                dist.broadcast(wv, leader, group=gpg)
+            v, last = int(wv[n_param]), int(wv[n_param + 1])
+            if last:
                 return v
 
     def decide(self, groups) -> tuple[list[tuple[int, ...]], list[float]] | None:

@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iters", type=int, default=4, help="iterations per slot (default 4)")
     p.add_argument("--hold", type=int, default=1,
                    help="slots per trace slot: the quotas change every HOLD slots, the planners decide every slot")
+    p.add_argument("--no-react", dest="react", action="store_false",
+                   help="decide only at slot starts (default: decide again after a slot's first iteration when it "
+                        "shows a process's speed jumped)")
     p.add_argument("--batch", type=int, default=128, help="global batch B (default 128)")
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--V", type=float, default=10.0)
@@ -43,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
                                       for m in (METHODS if x == "all" else (x,))))
         opts = run_options_from(args)
         cfg = GroupsConfig(methods=methods, model=args.model, data=args.data, world=len(opts["base_quotas"]),
-                           slots=args.slots, iters=args.iters, hold=args.hold, B=args.batch, lr=args.lr, V=args.V,
+                           slots=args.slots, iters=args.iters, hold=args.hold, react=args.react, B=args.batch,
+                           lr=args.lr, V=args.V,
                            budget_frac=args.budget_frac, budget_ref=args.budget_ref, **opts)
 
         def progress(t, d):
@@ -55,10 +59,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"saatp train groups: {e}", file=sys.stderr)
         return 2
     print(f"budget {res['budget']:.4g} per batch; load average {res['load_avg'][0]:.1f}")
-    print(f"{'method':10s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'group diff':>10s}")
+    print(f"{'method':12s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'re-plans':>8s} "
+          f"{'group diff':>10s}")
     for m, r in res["runs"].items():
-        print(f"{m:10s} {r['mean_batch_s'] * 1e3:9.1f} {r['cost_over_budget']:12.3f} {r['final_test_acc']:6.3f} "
-              f"{r['migrations']:10d} {r['max_group_diff']:10.2g}")
+        print(f"{m:12s} {r['mean_batch_s'] * 1e3:9.1f} {r['cost_over_budget']:12.3f} {r['final_test_acc']:6.3f} "
+              f"{r['migrations']:10d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
     for m, v in res.get("lyapunov_vs", {}).items():
         r = v["batch_time_reduction"] * 100
         print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x)")

@@ -5,9 +5,12 @@ asks each method's planner for a plan every slot and records what was measured.
 each, talks to them through a TCP store it hosts (commands and measurements; the workers'
 process group uses the same store), and runs every method of ``cfg.methods`` slot by slot,
 interleaved: slot t of every method runs under the trace's quotas of slot t, each method with
-its own model state, planner, virtual queue and measurements. Test accuracy is measured here
-(outside the quotas) on the parameters group 0's leader gathers at the end of each slot; the
-other groups' parameters are compared with it (they must be equal: ``max_group_diff``).
+its own model state, planner, virtual queue and measurements. With ``react`` (the default) a
+slot's first iteration runs as a command of its own, and a method whose estimates it
+contradicts (:func:`.planner.react`) gets a new plan for the slot's other iterations. Test
+accuracy is measured here (outside the quotas) on the parameters group 0's leader gathers at
+the end of each slot; the other groups' parameters are compared with it (they must be equal:
+``max_group_diff``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .costs import profile_layers
 from .plan import ExecPlan
-from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped,
+from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
                       static_set)
 from .quotas import SlotQuotas, quota_trace, run_prefix
 
@@ -53,6 +56,7 @@ class GroupsConfig(QuotaRunOptions):
     timeout_s: float = 300.0
     gmax: int = 4
     script: tuple[dict, ...] = ()  # method "script": replay these plans (ExecPlan dicts), slot t -> t mod len
+    react: bool = True  # decide again after a slot's first iteration if it shows a quota moved (not "script")
 
     def __post_init__(self) -> None:
         for m in self.methods:
@@ -66,6 +70,30 @@ class GroupsConfig(QuotaRunOptions):
             raise ValueError(f"{self.world} processes need {self.world} base quotas, got {len(self.base_quotas)}")
         if self.slots < 1 or self.iters < 1 or self.world < 1 or self.hold < 1:
             raise ValueError("slots, iters, hold and world must be >= 1")
+
+
+def part_times(meas: list[dict], plan: ExecPlan) -> tuple[list[float], float, int]:
+    """What one command measured of a plan: each iteration's time (first active process's
+    start to last one's end), the migration's time (0 without moves) and its move count."""
+    act = plan.active
+    k_n = len(meas[act[0]]["iters"])
+    iters = [max(meas[r]["iters"][k][1] for r in act) - min(meas[r]["iters"][k][0] for r in act)
+             for k in range(k_n)]
+    moved = meas[0]["migration_moves"]  # the same move list on every rank
+    mig = max(x["migration"][1] for x in meas) - min(x["migration"][0] for x in meas) if moved else 0.0
+    return iters, mig, moved
+
+
+def merge_parts(a: dict, b: dict) -> dict:
+    """One process's measurements of two consecutive commands of the same plan as one slot's
+    (the second moves nothing and probes nothing)."""
+    out = dict(a)
+    for k in ("iters", "sync_s", "sync", "phases", "losses"):
+        out[k] = a[k] + b[k]
+    out["work"] = a["work"] + b["work"]
+    out["compute_s"] = a["compute_s"] + b["compute_s"]
+    out["probe_speed"] = a["probe_speed"] if a["probe_speed"] is not None else b["probe_speed"]
+    return out
 
 
 def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
@@ -156,21 +184,42 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                 else:
                     plan, info = pl.choose(est[m], cur[m], cfg.world)
                 decide_s = time.perf_counter() - t0
-                meas = command({"kind": "slot", "method": m, "plan": plan.to_dict(), "iters": cfg.iters})
+                # with the reaction, the slot's first iteration runs alone: if it shows a process's
+                # speed jumped from the estimate the plan was made with (a quota that moved at the
+                # slot's start), the planner decides again, on that measurement, for the rest
+                split = cfg.react and cfg.iters > 1
+                meas = command({"kind": "slot", "method": m, "plan": plan.to_dict(),
+                                "iters": 1 if split else cfg.iters, "gather": not split})
+                first = None
+                if split:
+                    active_jumped = jumped(est[m].speed, est[m].implied_speeds(meas, plan), plan.active)
+                    t0 = time.perf_counter()
+                    again = None if m == "script" else react(pl, est[m], plan, meas, model_bytes, cfg.world)
+                    decide_s += time.perf_counter() - t0
+                    if again:
+                        its1, mig1, moved1 = part_times(meas, plan)
+                        first = dict(plan=plan, iters=its1, migration=mig1, moves=moved1)
+                        pl.observe_setup(plan, its1)
+                        plan, info = again
+                    rest = command({"kind": "slot", "method": m, "plan": plan.to_dict(), "iters": cfg.iters - 1,
+                                    "probe": False})
+                    meas = rest if first else [merge_parts(a, b) for a, b in zip(meas, rest)]
                 ci = n - 1
                 act = plan.active
-                iters = [max(meas[r]["iters"][k][1] for r in act) - min(meas[r]["iters"][k][0] for r in act)
-                         for k in range(cfg.iters)]
-                mig = max(x["migration"][1] for x in meas) - min(x["migration"][0] for x in meas)
-                moved = meas[0]["migration_moves"]  # the same move list on every rank
-                mig = mig if moved else 0.0
+                iters, mig, moved = part_times(meas, plan)
+                cost = float(price[list(act)].sum()) * (sum(iters) + mig)
+                if first:
+                    cost += float(price[list(first["plan"].active)].sum()) * (sum(first["iters"]) + first["migration"])
+                    iters, mig, moved = first["iters"] + iters, first["migration"] + mig, first["moves"] + moved
                 T = float(np.mean(iters)) + mig / cfg.iters
-                cost = float(price[list(act)].sum()) * T
+                cost /= cfg.iters
                 pl.observe_cost(cost)
                 seen = est[m].implied_speeds(meas, plan)
                 qmoved = jumped(est[m].speed, seen, act)
-                pl.observe(plan, info["predicted_s"], float(np.mean(iters)), qmoved)
-                pl.observe_setup(plan, iters)
+                part = iters[len(first["iters"]):] if first else iters
+                pl.observe(plan, info["predicted_s"], float(np.mean(part)), qmoved)
+                pl.observe_setup(plan, part)
+                qmoved = qmoved or bool(first and active_jumped)  # an active process's quota moved in the slot
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
@@ -187,10 +236,11 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                                    loss=float(np.mean(losses)) if losses else None,
                                    sync_s=float(np.median(sync)) if sync and len(plan.groups) > 1 else 0.0,
                                    sync_wait_s=float(np.median(wait)) if wait and len(plan.groups) > 1 else 0.0,
-                                   compute_s={r: meas[r]["compute_s"] / cfg.iters for r in act},
+                                   compute_s={r: meas[r]["compute_s"] / max(1, len(meas[r]["phases"])) for r in act},
                                    phases={r: meas[r]["phases"] for r in act},
                                    sync_bw=est[m].sync_bw, mig_bw=est[m].mig_bw,
-                                   speeds_measured=seen, quota_moved=qmoved, speeds_seen=est[m].speed.tolist()))
+                                   speeds_measured=seen, quota_moved=qmoved, speeds_seen=est[m].speed.tolist(),
+                                   replanned_from=first["plan"].to_dict() if first and first["plan"] != plan else None))
                 cur[m] = plan
                 final[m] = params[0]
             if progress:
@@ -223,6 +273,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        mean_active=float(np.mean([sum(len(g["ranks"]) for g in s["plan"]["groups"]) for s in slots])),
                        final_test_acc=slots[-1]["test_acc"], max_group_diff=max(s["max_group_diff"] for s in slots),
                        migrations=sum(1 for s in slots if s["migration_moves"]),
+                       replans=sum(1 for s in slots if s.get("replanned_from")),
                        migration_s=float(sum(s["migration_s"] for s in slots)),
                        train_s=float(sum(cfg.iters * float(np.mean(s["batch_s"])) + s["migration_s"] for s in slots)),
                        slots=slots)

@@ -128,6 +128,20 @@ def jumped(before: np.ndarray, measured: list[float | None], ranks, jump: float 
     return False
 
 
+def react(planner: SlotPlanner, est: Estimates, plan: ExecPlan, meas: list[dict], model_bytes: float,
+          world: int) -> tuple[ExecPlan, dict] | None:
+    """The decision inside a slot, after its first iteration ran ``plan`` and measured
+    ``meas``: if the speed of a process (one of the plan's, or an idle one's probe) jumped
+    from the estimate the plan was made with (:func:`jumped`: a quota that moved at the slot's
+    start), ``est`` takes the measurement and the planner decides again for the rest of the
+    slot, paying any move from ``plan``; else None (``est`` unchanged). What it sees is
+    measured, as at a slot's start: only sooner."""
+    if not jumped(est.speed, est.implied_speeds(meas, plan), range(world)):
+        return None
+    est.update(meas, plan, model_bytes)
+    return planner.choose(est, plan, world)
+
+
 def allreduce_times(meas: list[dict], plan: ExecPlan) -> list[float]:
     """The leaders' all-reduce of every iteration, without the wait for the slowest leader:
     from the last leader's entry to the first leader's exit (the processes share one

@@ -18,10 +18,11 @@ store, then its CPU-quota cgroup, and executes commands the controller writes to
      stages send their flat gradients to the group leader, the leaders all-reduce them
      weighted by their data shares (:func:`.allreduce.weighted_allreduce`) over the leaders'
      process group, the leader sends each stage its slice back and every process takes a
-     momentum-SGD step on its own layers. A process outside the plan probes its speed once;
+     momentum-SGD step on its own layers. A process outside the plan probes its speed once
+     (unless the command says ``probe: false``);
   3. every group leader gathers its group's parameters and puts them in the store (the
-     controller checks that the groups agree and measures test accuracy); every process
-     puts its measurements (``meas/N/RANK``).
+     controller checks that the groups agree and measures test accuracy; not when the
+     command says ``gather: false``); every process puts its measurements (``meas/N/RANK``).
 * ``stop``.
 """
 
@@ -119,7 +120,8 @@ class Worker:
                 if st is None:
                     st = self.states[cmd["method"]] = MethodState(self.cfg["model"], int(self.cfg.get("seed", 0)),
                                                                   self.world)
-                out = self.slot(st, ExecPlan.from_dict(cmd["plan"]), int(cmd["iters"]), n)
+                out = self.slot(st, ExecPlan.from_dict(cmd["plan"]), int(cmd["iters"]), n,
+                                probe=bool(cmd.get("probe", True)), gather=bool(cmd.get("gather", True)))
             else:
                 raise ValueError(f"unknown command {kind!r}")
             self.store.set(f"meas/{n}/{self.rank}", json.dumps(out))
@@ -181,7 +183,8 @@ class Worker:
         st.holds = new
         return len(moves), got
 
-    def slot(self, st: MethodState, plan: ExecPlan, iters: int, n: int) -> dict:
+    def slot(self, st: MethodState, plan: ExecPlan, iters: int, n: int, probe: bool = True,
+             gather: bool = True) -> dict:
         new = plan.holdings(self.world)
         dist.barrier()
         tm0 = tick()
@@ -200,10 +203,10 @@ class Worker:
                 if loss is not None:
                     out["losses"].append(loss)
                 out["iters"].append([t0, tick()])
-            elif it == 0:
+            elif it == 0 and probe:
                 out["probe_speed"] = self.probe_speed()
             st.step += 1
-        if gi is not None:
+        if gi is not None and gather:
             self.gather_params(st, plan.groups[gi], gi, n)
         return out
 

@@ -132,6 +132,22 @@ def test_executor_replans_and_groups_stay_equal_to_one_process():
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_a_quota_that_falls_at_a_slots_start_is_answered_inside_the_slot(tmp_path):
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    trace = tmp_path / "fall.csv"
+    trace.write_text("slot,device,quota\n1,0,0.1\n")  # slot 1: process 0 drops from 0.6 to 0.1 CPU
+    cfg = GroupsConfig(methods=("lbbsp",), world=2, base_quotas=(0.6, 0.3), slots=2, iters=3, B=64,
+                       trace=str(trace))
+    slots = run(cfg)["runs"]["lbbsp"]["slots"]
+    assert any(0 in g["ranks"] for g in slots[0]["plan"]["groups"])  # the faster process works in slot 0
+    assert slots[1]["quota_moved"]
+    before = slots[1]["replanned_from"]
+    assert before is not None and before != slots[1]["plan"]  # a new plan after the first iteration
+    assert len(slots[1]["batch_s"]) == 3 and all(s["max_group_diff"] == 0.0 and s["finite"] for s in slots)
+
+
 def test_quota_trace_from_csv_and_bad_rows(tmp_path):
     from host_agent.scheduling.groups.quotas import quota_matrix, trace_factors
     p = tmp_path / "t.csv"
@@ -335,3 +351,27 @@ def test_a_pipeline_stage_informs_the_speed_only_against_its_own_earlier_run():
     np.testing.assert_allclose(est.speed, [0.5, 0.5])  # first run of these stages: nothing learnt
     est.update([meas(0.3, 0.4), meas(0.1, 0.2)], pipe, 1e6)  # stage 0 now takes twice as long
     assert est.speed[0] == pytest.approx(0.25) and est.speed[1] == pytest.approx(0.5)
+
+
+def test_a_slots_first_iteration_that_shows_a_quota_fell_gets_a_new_plan_for_the_rest():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner, react
+    pl = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 2, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9
+
+    def meas(work, s, probe=None):
+        return dict(work=work, compute_s=s, phases=[[0, s, s, s]] if s else [], sync=[], sync_s=[],
+                    migration_bytes_in=0, migration=[0.0, 0.0], probe_speed=probe)
+    est = Estimates(np.array([1.0, 0.5]), 1e3, 1e12)  # a slow all-reduce: one process at a time
+    plan, _ = pl.choose(est, None, 2)
+    assert plan.active == (0,)  # the faster one
+    # as expected: process 0 at speed 1.0 (work 0.1 in 0.1 s), process 1's probe at 0.55 (noise)
+    assert react(pl, est, plan, [meas(0.1, 0.1), meas(0.0, 0.0, probe=0.55)], 1e6, 2) is None
+    assert est.speed.tolist() == [1.0, 0.5]  # no reaction: the estimates wait for the slot's end
+    # process 0's quota fell to a fifth at the slot's start: the rest of the slot runs on process 1
+    again = react(pl, est, plan, [meas(0.1, 0.5), meas(0.0, 0.0, probe=0.5)], 1e6, 2)
+    assert again is not None and again[0].active == (1,)
+    assert est.speed[0] == pytest.approx(0.2)
+    # an idle process that became faster is seen through its probe
+    est2 = Estimates(np.array([1.0, 0.5]), 1e3, 1e12)
+    again = react(pl, est2, plan, [meas(0.1, 0.1), meas(0.0, 0.0, probe=2.0)], 1e6, 2)
+    assert again is not None and again[0].active == (1,)
