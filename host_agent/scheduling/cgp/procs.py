@@ -18,7 +18,7 @@ waited on.)
 CGP's grouping is decided by the server alone, from what the pushes carry: every push has the
 group members' compute times of that iteration (a slot per worker appended to the gradient,
 summed by the group's all-reduce; under a CPU quota the step's time at the pace the quota
-sustains, :func:`quota_paced`) and the leader's last push round trip. Every ``R`` server
+sustains, ``cgroups.quota_paced``) and the leader's last push round trip. Every ``R`` server
 versions (the first time after ``2 N`` versions and once every worker has reported) the
 server computes the grouping (:func:`.grouping.segment_groups` on each worker's period, the
 median of its last five compute times plus the median of its last five round trips, with a
@@ -69,12 +69,6 @@ def push_cost(configured, measured: float) -> float:
     if configured is not None and float(configured) > 0:
         return float(configured)
     return measured if measured > 0 else 0.005
-
-
-def quota_paced(wall: float, cpu: float, quota: float | None) -> float:
-    """A step's time at the pace a CPU quota sustains: the longer of its wall time and its CPU
-    seconds over the quota (``quota`` None: the wall time)."""
-    return max(wall, cpu / quota) if quota else wall
 
 
 def grouping_code(groups, n: int) -> list[int]:
@@ -133,9 +127,9 @@ class Proc:
     def grad(self, w: torch.Tensor, out: torch.Tensor) -> tuple[float, float]:
         """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time
         and, for CGP's grouping, that time at the pace the process's CPU quota sustains
-        (:func:`quota_paced`): under a quota a step after a wait (for the group, the server)
-        runs at full speed on the CPU budget the wait left; only back to back does a worker run
-        at its quota's pace, the pace of a worker on its own."""
+        (``cgroups.quota_paced``): under a quota a step after a wait (for the group, the
+        server) runs at full speed on the CPU budget the wait left; only back to back does a
+        worker run at its quota's pace, the pace of a worker on its own."""
         t0, c0 = tick(), time.process_time()
         vector_to_parameters(w, self.params)
         idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)
@@ -145,7 +139,8 @@ class Proc:
         grads_to_vector(self.params, out[:self.w.numel()])
         wall = tick() - t0
         paced = self.mode == "cgp" and self.cgroup and self.cfg.get("sustained_periods", True)
-        return wall, quota_paced(wall, time.process_time() - c0, cgroups.read_quota(self.cgroup) if paced else None)
+        return wall, cgroups.quota_paced(wall, time.process_time() - c0,
+                                          cgroups.read_quota(self.cgroup) if paced else None)
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:

@@ -4,10 +4,11 @@ asks each method's planner for a plan every slot and records what was measured.
 ``run(cfg)`` starts ``cfg.world`` worker processes (:mod:`.worker`), one CPU-quota cgroup
 each, talks to them through a TCP store it hosts (commands and measurements; the workers'
 process group uses the same store), and runs every method of ``cfg.methods`` slot by slot,
-interleaved: slot t of every method runs under the trace's quotas of slot t, each method with
-its own model state, planner, virtual queue and measurements. With ``react`` (the default) a
-slot's first iteration runs as a command of its own, and a method whose estimates it
-contradicts (:func:`.planner.react`) gets a new plan for the slot's other iterations. Test
+interleaved: slot t of every method runs under the trace's quotas of slot t (method ``t mod
+n`` first, the order rotating), each method with its own model state, planner, virtual queue
+and measurements. With ``react`` (the default) a slot's first iteration runs as a command of
+its own, and a method whose estimates it contradicts (:func:`.planner.react`) gets a new plan
+for the slot's other iterations. Test
 accuracy is measured here (outside the quotas) on the parameters group 0's leader gathers at
 the end of each slot; the other groups' parameters are compared with it (they must be equal:
 ``max_group_diff``).
@@ -175,7 +176,8 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
         for t in range(cfg.slots):
             if cg:
                 cg.set(quotas[t])
-            for m in cfg.methods:
+            k = t % len(cfg.methods)  # the order rotates: no method always runs first after a quota change
+            for m in cfg.methods[k:] + cfg.methods[:k]:
                 pl = planners[m]
                 t0 = time.perf_counter()
                 if m == "script":

@@ -97,6 +97,7 @@ class Worker:
         self.sampler = ShareSampler(len(self.X), int(cfg["B"]), int(cfg.get("seed", 0)))
         self.lr, self.momentum = float(cfg["lr"]), float(cfg["momentum"])
         self.states: dict[str, MethodState] = {}
+        self.quota: float | None = None  # this process's CPU quota in the current slot (None: no cgroup)
         self.pgs: dict[tuple[int, ...], object] = {}
         torch.manual_seed(1)
         self.probe_model = digits.model_from(cfg["model"])
@@ -192,6 +193,8 @@ class Worker:
         tm1 = tick()
         self.leaders_group(plan.leaders)  # collective: every rank creates the leaders group now
         gi = plan.group_of(self.rank)
+        # the quota the slot runs under (the controller sets it before the slot's commands)
+        self.quota = cgroups.read_quota(self.cfg["cgroups"][self.rank]) if self.cfg.get("cgroups") else None
         out = {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "sync": [], "phases": [], "losses": [],
                "probe_speed": None,
                "migration": [tm0, tm1], "migration_moves": n_moves, "migration_bytes_in": got}
@@ -223,12 +226,15 @@ class Worker:
         rows = grp.microbatches()
         order = [("F", j) for j in range(len(rows))] + [("B", j) for j in reversed(range(len(rows)))]
         shapes = [self.costs.out_shapes[grp.bounds[s + 1] - 1] for s in range(K)]
-        clock = [0.0]
+        clock, ops = [0.0], []
         tr0 = tick()
         loss = run_iteration(module, k, K, [rows] * K, [order] * K, grp.share, x, y, digits.loss_sum, shapes,
-                             peers=grp.ranks, clock=clock)
-        out["compute_s"] += clock[0]
-        phase = [tr0, tick(), clock[0]]  # the stage's run (compute + pipeline waits), its compute
+                             peers=grp.ranks, clock=clock, trace=ops)
+        # the compute at the pace the quota sustains: a pass after a wait (for the other stages,
+        # the all-reduce) runs at full speed on the CPU budget the wait left in the quota's period
+        compute = cgroups.quota_paced(clock[0], sum(op[5] for op in ops), self.quota)
+        out["compute_s"] += compute
+        phase = [tr0, tick(), compute]  # the stage's run (compute + pipeline waits), its compute
         out["work"] += sum(op_work(self.costs, lo, hi, b) for b in rows)
         # synchronisation: stages -> leader, weighted all-reduce among leaders, leader -> stages
         ts0 = tick()

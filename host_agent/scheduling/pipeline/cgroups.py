@@ -43,6 +43,12 @@ def read_quota(path: str) -> float | None:
         return q / int(f.read())
 
 
+def quota_paced(wall: float, cpu: float, quota: float | None) -> float:
+    """A step's time at the pace a CPU quota sustains: the longer of its wall time and its CPU
+    seconds over the quota (``quota`` None: the wall time)."""
+    return max(wall, cpu / quota) if quota else wall
+
+
 class CpuQuotas:
     def __init__(self, prefix: str | None = None, period_us: int = 10_000, shares: int = 8192):
         self.prefix = prefix or f"saatp-{os.getpid()}"

@@ -69,7 +69,7 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
 
 
 def test_a_workers_period_is_paced_by_its_cpu_quota():
-    from host_agent.scheduling.cgp.procs import quota_paced
+    from host_agent.scheduling.pipeline.cgroups import quota_paced
     # 2 ms of CPU at 0.25 CPUs: 8 ms back to back, though a step after a wait ran in 3 ms
     assert quota_paced(0.003, 0.002, 0.25) == pytest.approx(0.008)
     assert quota_paced(0.010, 0.002, 0.25) == 0.010  # slower than the quota (other load)

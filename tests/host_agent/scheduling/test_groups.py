@@ -375,3 +375,26 @@ def test_a_slots_first_iteration_that_shows_a_quota_fell_gets_a_new_plan_for_the
     est2 = Estimates(np.array([1.0, 0.5]), 1e3, 1e12)
     again = react(pl, est2, plan, [meas(0.1, 0.1), meas(0.0, 0.0, probe=2.0)], 1e6, 2)
     assert again is not None and again[0].active == (1,)
+
+
+def test_the_joint_planners_replicas_are_priced_and_split_as_they_run():
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    ly = SlotPlanner("lyapunov", c, 128, [1.0] * 2, V=10.0)
+    lb = SlotPlanner("lbbsp", c, 128, [1.0] * 2, V=10.0)
+    for p in (ly, lb):
+        p.t_ref, p.budget = 0.1, 1e9
+    est = Estimates(np.array([0.30, 0.25]), 1e12, 1e12)  # a cheap all-reduce: both processes work
+    view = ly.view(est)
+    # the search prices a replica as microbatches of its grid size, each paying the fixed cost
+    raw = min(ly.search.candidates(view, "t"), key=lambda p: p.batch_time)
+    fixed = ly.as_executed(view, raw)
+    for g, share, t in zip(fixed.groups, fixed.shares, fixed.group_times):
+        assert len(g.devices) == 1  # replicas here
+        assert t == pytest.approx(ly.model.stage_times(view, g.devices, g.cuts, float(share))[0, 0])  # one pass
+    assert fixed.batch_time < raw.batch_time
+    plan, info = ly.choose(est, None, 2)
+    _, linfo = lb.choose(est, None, 2)
+    shares = {g.ranks[0]: g.share for g in plan.groups}
+    assert shares[0] > shares[1]  # the faster process gets more
+    assert info["predicted_s"] <= linfo["predicted_s"] + 1e-12  # never worse than LB-BSP's split in the model
