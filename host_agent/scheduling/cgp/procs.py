@@ -106,9 +106,12 @@ class Proc:
         self.pgs: dict[tuple[int, ...], object] = {}
         self.workers_pg = self.pg(tuple(range(self.N)))
         self.log: dict = {"rank": rank, "groupings": [], "taus": [], "pushes": 0, "iters": 0, "compute_s": 0.0}
-        self.cgroup = cfg["cgroups"][rank] if cfg.get("cgroups") else None
-        if self.cgroup:
-            cgroups.join(self.cgroup)
+        cgroup = cfg["cgroups"][rank] if cfg.get("cgroups") else None
+        if cgroup:
+            cgroups.join(cgroup)
+        # CGP's workers read their quota at every step (see grad)
+        paced = self.mode == "cgp" and rank < self.N and cgroup and cfg.get("sustained_periods", True)
+        self.quota = cgroups.QuotaReader(cgroup) if paced else None
         dist.barrier()
         self.t0 = tick()
         if rank == self.ps:
@@ -138,9 +141,7 @@ class Proc:
         loss.backward()
         grads_to_vector(self.params, out[:self.w.numel()])
         wall = tick() - t0
-        paced = self.mode == "cgp" and self.cgroup and self.cfg.get("sustained_periods", True)
-        return wall, cgroups.quota_paced(wall, time.process_time() - c0,
-                                          cgroups.read_quota(self.cgroup) if paced else None)
+        return wall, cgroups.quota_paced(wall, time.process_time() - c0, self.quota() if self.quota else None)
 
     # ------------------------------------------------------------------ phases
     def initial_groups(self) -> list[tuple[int, ...]]:
@@ -389,6 +390,8 @@ class Proc:
             self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held, version=st.v,
                             staleness_hist=np.bincount(st.staleness).tolist() if st.staleness else [])
         self.log["wall_s"] = self.elapsed()
+        if self.quota:
+            self.quota.close()
         with open(os.path.join(out, f"rank{self.rank}.json"), "w") as f:
             json.dump(self.log, f)
         dist.barrier()

@@ -8,10 +8,9 @@ interleaved: slot t of every method runs under the trace's quotas of slot t (met
 n`` first, the order rotating), each method with its own model state, planner, virtual queue
 and measurements. With ``react`` (the default) a slot's first iteration runs as a command of
 its own, and a method whose estimates it contradicts (:func:`.planner.react`) gets a new plan
-for the slot's other iterations. Test
-accuracy is measured here (outside the quotas) on the parameters group 0's leader gathers at
-the end of each slot; the other groups' parameters are compared with it (they must be equal:
-``max_group_diff``).
+for the slot's other iterations. Test accuracy is measured here (outside the quotas) on the
+parameters group 0's leader gathers at the end of each slot; the other groups' parameters are
+compared with it (they must be equal: ``max_group_diff``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import torch
 from host_agent.scheduling.costmodel import PipelineCosts
 from host_agent.scheduling.orders import schedule
 from host_agent.scheduling.pipeline import launch, reference
-from host_agent.scheduling.pipeline.cgroups import CpuQuotas, read_quota, unavailable_reason
+from host_agent.scheduling.pipeline.cgroups import CpuQuotas, QuotaReader, read_quota, unavailable_reason
 from host_agent.scheduling.pipeline.worker import StageConfig
 
 WARMUP, STEPS = 1, 2
@@ -112,4 +112,9 @@ def test_cpu_quota_group_settings_and_cleanup():
         assert quota == period // 4
         assert read_quota(p) == pytest.approx(0.25)  # what a process reads of its own group
         assert read_quota(g.create("stage1", None)) is None
+        r = QuotaReader(p)  # the files stay open: it sees a quota rewritten after it opened them
+        with open(os.path.join(p, "cpu.cfs_quota_us"), "w") as f:
+            f.write(str(period // 10))
+        assert r() == pytest.approx(0.1)
+        r.close()
     assert not os.path.exists(p)
