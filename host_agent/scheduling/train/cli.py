@@ -135,7 +135,8 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
     out = dict(runs=rows, best_by_schedule={k: dict(label=v["label"], measured_s=v["measured_s"], spread=v["spread"],
                                                      predicted_s=v["predicted_s"], error_pct=v["error_pct"],
                                                      M=v["M"], rows=v["rows"], equal=v.get("equal"))
-                                            for k, v in best.items()})
+                                            for k, v in best.items()},
+               model_drift_pct=model_drift(rows))
     if "umpipe" in best and len(best) > 1:
         u = best["umpipe"]
         bf = min((k for k in best if k != "umpipe"), key=lambda k: best[k]["measured_s"])
@@ -148,6 +149,19 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
             paired_median_pct=(statistics.median(paired) - 1) * 100,
             steps_won=sum(p > 1 for p in paired), steps=len(paired))
     return out
+
+
+DRIFT_PCT = 10.0  # the model's median error on our runtime's runs beyond which the profile is stale
+
+
+def model_drift(rows: list[dict]) -> float | None:
+    """The model's median error (%) over a session's runs of our runtime (torch's schedules are
+    predicted as ours and are left out). A profile describes the host when it was taken: on this
+    VM a stage's 16-sample ops needed 14-23 % less CPU than a profile taken 10 hours earlier
+    said, its 4-sample ops -17..+6 %, so the stale profile ranked microbatch counts wrongly
+    (docs/pipeline-runtime.md)."""
+    errs = [r["error_pct"] for r in rows if not r["family"].startswith("torch")]
+    return statistics.median(errs) if errs else None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -192,6 +206,13 @@ def _print(out: dict) -> None:
         sp = r["spread"]
         print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
+    drift = [x for x in ((out.get("tuning") or {}).get("model_drift_pct"), out["summary"].get("model_drift_pct"))
+             if x is not None]
+    if drift and max(abs(x) for x in drift) > DRIFT_PCT:
+        worst = max(drift, key=abs)
+        print(f"warning: the cost model is {worst:+.0f}% off (median) on this session's runs of our runtime: the "
+              f"profile{' ' + repr(out['profile']) if out.get('profile') else ''} no longer matches this host's "
+              f"speed; its microbatch choices may be wrong (run saatp profile again)")
     v = out["summary"].get("umpipe_vs_best_baseline")
     if v:
         print(f"UMPIPE {v['umpipe_s'] * 1e3:.1f} ms vs best baseline {v['baseline']} {v['baseline_s'] * 1e3:.1f} ms: "

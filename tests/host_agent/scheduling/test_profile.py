@@ -265,6 +265,27 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
     assert v["speedup_pct"] == 0.0 and v["steps_won"] == 0
 
 
+def test_a_stale_profile_is_reported(capsys):
+    """The model's median error over our runtime's runs of a session (torch's schedules, which
+    the model predicts as ours, left out) goes into the JSON; beyond 10 % a warning says to
+    profile again."""
+    from host_agent.scheduling.train import cli
+
+    runs = [dict(schedule="ours", label=f"1f1b M={m}", family="1f1b", M=m, rows=[[8 // m] * m] * 2, orders=[],
+                 predicted_s=p) for m, p in ((2, 1.0), (4, 0.8))]
+    runs.append(dict(schedule="torch-1f1b", label="torch-1f1b M=4", family="torch-1f1b", M=4, predicted_s=0.5))
+    meas = [dict(iteration_s=[t] * 3, losses=[0.1]) for t in (0.8, 0.64, 1.0)]
+    s = cli.summarize(runs, meas)
+    assert s["model_drift_pct"] == pytest.approx(25.0)  # +25 % on both of ours; torch's -50 % left out
+    out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
+               summary=s, tuning=None)
+    cli._print(out)
+    assert "warning: the cost model is +25% off" in capsys.readouterr().out
+    s["model_drift_pct"] = 4.0
+    cli._print(out)
+    assert "warning" not in capsys.readouterr().out
+
+
 def test_a_methods_candidates_spread_over_microbatch_counts():
     from host_agent.scheduling.train.cli import spread_by_count
     ms = [13, 14, 15, 12, 8, 4, 16, 2]  # fastest by the model first
