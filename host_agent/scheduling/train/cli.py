@@ -135,8 +135,7 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
     out = dict(runs=rows, best_by_schedule={k: dict(label=v["label"], measured_s=v["measured_s"], spread=v["spread"],
                                                      predicted_s=v["predicted_s"], error_pct=v["error_pct"],
                                                      M=v["M"], rows=v["rows"], equal=v.get("equal"))
-                                            for k, v in best.items()},
-               model_drift_pct=model_drift(rows))
+                                            for k, v in best.items()})
     if "umpipe" in best and len(best) > 1:
         u = best["umpipe"]
         bf = min((k for k in best if k != "umpipe"), key=lambda k: best[k]["measured_s"])
@@ -151,17 +150,25 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
     return out
 
 
-DRIFT_PCT = 10.0  # the model's median error on our runtime's runs beyond which the profile is stale
+DRIFT_PCT = 10.0  # the host's change of speed since the profile beyond which it is stale
 
 
-def model_drift(rows: list[dict]) -> float | None:
-    """The model's median error (%) over a session's runs of our runtime (torch's schedules are
-    predicted as ours and are left out). A profile describes the host when it was taken: on this
+def host_drift(prof: dict, B: int, cuts, rows: list[dict]) -> dict | None:
+    """How much faster (< 0) or slower this session ran the configurations the profile's
+    calibration measured (our GPipe/1F1B at the same B, split and M): the median of measured
+    over measured, no model involved. A profile describes the host when it was taken: on this
     VM a stage's 16-sample ops needed 14-23 % less CPU than a profile taken 10 hours earlier
-    said, its 4-sample ops -17..+6 %, so the stale profile ranked microbatch counts wrongly
-    (docs/pipeline-runtime.md)."""
-    errs = [r["error_pct"] for r in rows if not r["family"].startswith("torch")]
-    return statistics.median(errs) if errs else None
+    said (its 4-sample ops -17..+6 %), and that stale profile ranked microbatch counts wrongly
+    (docs/pipeline-runtime.md). None when no configuration matches."""
+    cal = prof.get("calibration") or {}
+    if not cal.get("points") or int(cal.get("B", -1)) != int(B) or list(cal.get("cuts") or []) != list(cuts):
+        return None
+    then = {p["label"]: p["measured_s"] for p in cal["points"]}
+    pairs = [(r["label"], r["measured_s"] / then[r["label"]] - 1) for r in rows
+             if r["family"] in ("gpipe", "1f1b") and r["label"] in then]
+    if not pairs:
+        return None
+    return dict(median_pct=statistics.median(x for _, x in pairs) * 100, configurations=[lb for lb, _ in pairs])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -206,13 +213,12 @@ def _print(out: dict) -> None:
         sp = r["spread"]
         print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
-    drift = [x for x in ((out.get("tuning") or {}).get("model_drift_pct"), out["summary"].get("model_drift_pct"))
-             if x is not None]
-    if drift and max(abs(x) for x in drift) > DRIFT_PCT:
-        worst = max(drift, key=abs)
-        print(f"warning: the cost model is {worst:+.0f}% off (median) on this session's runs of our runtime: the "
-              f"profile{' ' + repr(out['profile']) if out.get('profile') else ''} no longer matches this host's "
-              f"speed; its microbatch choices may be wrong (run saatp profile again)")
+    d = out.get("host_drift")
+    if d and abs(d["median_pct"]) > DRIFT_PCT:
+        print(f"warning: this host ran the profile's calibration configurations ({', '.join(d['configurations'])}) "
+              f"{abs(d['median_pct']):.0f}% {'faster' if d['median_pct'] < 0 else 'slower'} (median) than when "
+              f"{out.get('profile') or 'the profile'} was taken: the cost model's microbatch choices may be wrong; "
+              f"run saatp profile again")
     v = out["summary"].get("umpipe_vs_best_baseline")
     if v:
         print(f"UMPIPE {v['umpipe_s'] * 1e3:.1f} ms vs best baseline {v['baseline']} {v['baseline_s'] * 1e3:.1f} ms: "
@@ -299,6 +305,9 @@ def run(args: argparse.Namespace) -> int:
                calibrated=costs.info.get("calibrated"), profile=args.profile, plan_seconds=plan_s,
                load_average=dict(before_1_5_15=load[:3], after_1_5_15=load[3:]),
                plan=fam.public(), tuning=tuning, summary=summarize(runs, final))
+    if args.profile:  # a profile made now is not stale
+        out["host_drift"] = host_drift(prof, args.batch, costs.info["cuts"],
+                                       (tuning or {}).get("runs", []) + out["summary"]["runs"])
     _print(out)
     if args.json:
         with open(args.json, "w") as f:

@@ -266,22 +266,31 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
 
 
 def test_a_stale_profile_is_reported(capsys):
-    """The model's median error over our runtime's runs of a session (torch's schedules, which
-    the model predicts as ours, left out) goes into the JSON; beyond 10 % a warning says to
-    profile again."""
+    """The session's times of the configurations the profile's calibration measured (our GPipe
+    and 1F1B, same B, split and M) against the calibration's: measured over measured, no model.
+    Beyond 10 % a warning says to profile again."""
     from host_agent.scheduling.train import cli
 
-    runs = [dict(schedule="ours", label=f"1f1b M={m}", family="1f1b", M=m, rows=[[8 // m] * m] * 2, orders=[],
-                 predicted_s=p) for m, p in ((2, 1.0), (4, 0.8))]
-    runs.append(dict(schedule="torch-1f1b", label="torch-1f1b M=4", family="torch-1f1b", M=4, predicted_s=0.5))
-    meas = [dict(iteration_s=[t] * 3, losses=[0.1]) for t in (0.8, 0.64, 1.0)]
-    s = cli.summarize(runs, meas)
-    assert s["model_drift_pct"] == pytest.approx(25.0)  # +25 % on both of ours; torch's -50 % left out
+    prof = dict(calibration=dict(B=8, cuts=[1], points=[dict(label="gpipe M=1", measured_s=1.0),
+                                                        dict(label="1f1b M=2", measured_s=2.0),
+                                                        dict(label="1f1b M=4", measured_s=3.0)]))
+    rows = [dict(label="gpipe M=1", family="gpipe", measured_s=0.8),
+            dict(label="1f1b M=2", family="1f1b", measured_s=1.5),
+            dict(label="1f1b M=3", family="1f1b", measured_s=9.0),  # not calibrated: left out
+            dict(label="umpipe #1 1f1b", family="umpipe", measured_s=9.0),
+            dict(label="1f1b M=4", family="torch-1f1b", measured_s=9.0)]  # torch's, whatever its label
+    d = cli.host_drift(prof, 8, [1], rows)
+    assert d["configurations"] == ["gpipe M=1", "1f1b M=2"] and d["median_pct"] == pytest.approx(-22.5)
+    assert cli.host_drift(prof, 16, [1], rows) is None and cli.host_drift(prof, 8, [2], rows) is None
+    assert cli.host_drift({}, 8, [1], rows) is None
+    s = cli.summarize([dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2,
+                            predicted_s=1.0)], [dict(iteration_s=[1.0] * 3, losses=[0.1])])
     out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
-               summary=s, tuning=None)
+               summary=s, tuning=None, host_drift=d)
     cli._print(out)
-    assert "warning: the cost model is +25% off" in capsys.readouterr().out
-    s["model_drift_pct"] = 4.0
+    assert "warning: this host ran the profile's calibration configurations (gpipe M=1, 1f1b M=2) 22% faster" \
+        in capsys.readouterr().out
+    out["host_drift"] = dict(d, median_pct=6.0)
     cli._print(out)
     assert "warning" not in capsys.readouterr().out
 
