@@ -30,7 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from ..costmodel import PipelineCosts, equal_sizes
-from ..orders import PHASE_DRAWS, CpuBandwidth, expected_makespan, schedule
+from ..orders import PHASE_DRAWS, PRECISION, SEARCH_FIRST_DRAW, CpuBandwidth, expected_makespan, schedule
 from .dgap import DGAP
 
 
@@ -63,11 +63,13 @@ def memory_of(costs: PipelineCosts, peak: Sequence[int]) -> list[float] | None:
 
 
 def evaluate(costs: PipelineCosts, rows, kind: str, method: str = "", cap=None,
-             limit: Sequence[float] | None = None, draws: int = PHASE_DRAWS) -> Candidate:
+             limit: Sequence[float] | None = None, draws: int = PHASE_DRAWS, first_draw: int = 0,
+             precision: float | None = PRECISION) -> Candidate:
     """Generate the plan's op orders and predict its iteration time (for CPU-quota stages the
-    mean over ``draws`` period-phase draws, see :func:`..orders.expected_makespan`)."""
+    mean over period-phase draws to ``precision``, see :func:`..orders.expected_makespan`)."""
     r = schedule(costs, rows, kind, cap=cap)
-    t = r.makespan if CpuBandwidth.of(costs) is None else expected_makespan(costs, rows, r.orders, draws)
+    t = r.makespan if CpuBandwidth.of(costs) is None else expected_makespan(costs, rows, r.orders, draws,
+                                                                            first_draw, precision)
     mem = memory_of(costs, r.peak_samples)
     # a microbatch below the model's smallest trainable size cannot run (fits = executable)
     fits = min(min(x) for x in rows) >= int(costs.info.get("min_microbatch", 1))
@@ -85,7 +87,8 @@ def equal_candidates(costs: PipelineCosts, kind: str, Ms: Sequence[int], limit=N
             for M in Ms if 1 <= M <= costs.B]
 
 
-TIE_REL = 0.003  # plans predicted this close (relative) are the same to the model
+TIE_REL = 0.01  # plans predicted this close (relative) are the same to the model: ~2.5 standard errors
+# of the difference of two predictions made to orders.PRECISION
 
 
 def n_ops(c: Candidate) -> int:
@@ -182,7 +185,8 @@ def _moves(rows: list[list[int]], cap: list[int], rng: np.random.Generator, mmax
     return out, new_cap
 
 
-SEARCH_DRAWS = 4  # phase draws per evaluation during the search (the final ranking uses PHASE_DRAWS)
+SEARCH_DRAWS = 4  # phase draws per evaluation during the search, its own (orders.SEARCH_FIRST_DRAW);
+# the final ranking predicts every plan to orders.PRECISION on other draws
 
 
 class _Search:
@@ -206,7 +210,7 @@ class _Search:
             self.seen[k] = float("inf")  # outside the sizes the cost model was calibrated on
         if k not in self.seen:
             c = evaluate(self.costs, rows, self.kind, cap=cap if self.kind == "1f1b" else None, limit=self.limit,
-                         draws=SEARCH_DRAWS)
+                         draws=SEARCH_DRAWS, first_draw=SEARCH_FIRST_DRAW, precision=None)
             self.seen[k] = c.predicted_s if c.fits else float("inf")
         f = self.seen[k]
         if self.best is None or f < self.best[0] * (1 - 1e-9):

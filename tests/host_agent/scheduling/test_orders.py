@@ -163,3 +163,39 @@ def test_quota_stages_take_longer_and_unlimited_ones_match_the_plain_model():
     cpu_per_stage = sum(float(c.tf(0, b) + c.tb(0, b)) * 0.25 for b in rows[0]) + float(c.tail[0]) * 0.25
     assert t >= (cpu_per_stage - 0.25 * 0.01 - CpuBandwidth.of(c).tick_s) / 0.25
     assert t < plain  # idle stages run their next op at full speed (burst), which the fluid model misses
+
+
+def test_phase_draws_cover_the_combinations_and_predictions_reach_their_precision():
+    """The draws are points of the R_d sequence over the stages' period phases and the tick
+    phase: their first 64 cover every cell of a 4 x 4 grid of two stages' phases (a shared
+    lattice with fixed offsets between stages put them all on one line). A prediction adds
+    draws (8, 16, ...) until its standard error is within PRECISION of it."""
+    from host_agent.scheduling import orders as od
+
+    c = PipelineCosts.from_arrays(16, [0.002] * 3, [0.0005] * 3, send_lat=0.0002)
+    c.info["cfs"] = dict(quota=[0.3, 0.2, 0.3], period_s=0.01)
+    bw = CpuBandwidth.of(c)
+    cells = {(int(bw.draw(i)[0].phase / 0.01 * 4), int(bw.draw(i)[1].phase / 0.01 * 4)) for i in range(64)}
+    assert len(cells) == 16
+    assert {round(bw.draw(i)[0].phase, 9) for i in range(128)}.isdisjoint(
+        {round(bw.draw(od.SEARCH_FIRST_DRAW + i)[0].phase, 9) for i in range(4)})
+    stops = []
+    for fa, q, M in ((0.002, [0.3, 0.2, 0.3], 4), (0.004, [0.15, 0.2, 0.3], 2)):
+        c = PipelineCosts.from_arrays(16, [fa] * 3, [0.0005] * 3, send_lat=0.0002)
+        c.info["cfs"] = dict(quota=q, period_s=0.01)
+        rows = [equal_sizes(16, M)] * 3
+        orders = schedule(c, rows, "1f1b").orders
+        xs = [expected_makespan(c, rows, orders, draws=1, first_draw=i, precision=None) for i in range(od.MAX_DRAWS)]
+        assert len(set(xs)) > 1  # the phases matter here
+
+        def se(n):
+            m = sum(xs[:n]) / n
+            return (sum((x - m) ** 2 for x in xs[:n]) / (n - 1) / n) ** 0.5 / m
+
+        n = od.PHASE_DRAWS
+        while n < od.MAX_DRAWS and se(n) > od.PRECISION:
+            n *= 2
+        stops.append(n)
+        assert expected_makespan(c, rows, orders) == pytest.approx(sum(xs[:n]) / n, rel=1e-12)
+        assert expected_makespan(c, rows, orders, precision=None) == pytest.approx(sum(xs[:8]) / 8, rel=1e-12)
+    assert stops == [od.PHASE_DRAWS, od.MAX_DRAWS]  # precise at once; never precise enough: capped
