@@ -53,8 +53,13 @@ class Grouping:
         raise KeyError(worker)
 
 
-def predicted_staleness(periods) -> np.ndarray:
-    p = np.asarray(periods, dtype=float)
+def predicted_staleness(periods, wait: float = 0.0) -> np.ndarray:
+    """Each group's predicted staleness ``P_g R - 1`` (``R = sum_h 1/P_h``) with every period
+    lengthened by ``wait``, the time a push waits in the server's queue: the queue adds
+    about the same wait to every group's period, which evens the push rates out (without
+    it, the real trainer's forced switches came on predictions of 9-10.5 versions when the
+    slowest worker's pushes had been applied at 5.7-6.5 on average; see the docs)."""
+    p = np.asarray(periods, dtype=float) + float(wait)
     R = np.sum(1.0 / p)
     return p * R - 1.0
 
@@ -100,7 +105,7 @@ def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, se
 
 def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_push: float = 0.1,
                    theta: float = 0.3, samples=None, comm: float = 0.0, seed: int = 0,
-                   objective: str = "linear") -> Grouping:
+                   objective: str = "linear", wait: float = 0.0) -> Grouping:
     """Optimal contiguous grouping of workers sorted by ``tau`` (see the module docstring).
 
     ``objective="linear"`` (the design's rule): with no straggler (``max tau <= (1 + theta)
@@ -123,8 +128,8 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
         raise ValueError(f"unknown grouping objective {objective!r} (linear, throughput)")
     t = np.asarray(tau, dtype=float)
     flags = straggler_flags(t, theta)
-    if not (lam >= 0 and s_max >= 0 and g_max >= 1 and c_push >= 0 and comm >= 0):
-        raise ValueError("need lam >= 0, s_max >= 0, g_max >= 1, c_push >= 0, comm >= 0")
+    if not (lam >= 0 and s_max >= 0 and g_max >= 1 and c_push >= 0 and comm >= 0 and wait >= 0):
+        raise ValueError("need lam >= 0, s_max >= 0, g_max >= 1, c_push >= 0, comm >= 0, wait >= 0")
     n = t.size
     order, P = segment_periods(t, samples, comm, seed=seed)
     ts = t[order]
@@ -152,7 +157,9 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
             J = 1.0 - (1.0 / per).sum(axis=1) / np.sum(1.0 / ts) / np.maximum(1.0, c_push * rate)
         else:
             J = idle + lam * c_push * rate
-        J = np.where(slow * rate - 1.0 <= s_max + 1e-9, J, np.inf)
+        # the slowest group's staleness, every period lengthened by the queue wait
+        rate_w = np.where(is_end, 1.0 / (per + wait), 0.0).sum(axis=1)
+        J = np.where((slow + wait) * rate_w - 1.0 <= s_max + 1e-9, J, np.inf)
         k = int(np.argmin(J))
         if not np.isfinite(J[k]):
             k = int(np.argmin(rate))  # nothing feasible: the fewest updates (one group)
@@ -168,7 +175,7 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
         periods.append(P[lo, e])
         lo = e + 1
     return Grouping(tuple(groups), float(grouping_cost(t, groups, lam, c_push)),
-                    tuple(float(s) for s in predicted_staleness(periods)))
+                    tuple(float(s) for s in predicted_staleness(periods, wait)))
 
 
 def group_comm(k, comm: float):
@@ -184,28 +191,38 @@ def group_periods(tau, groups, comm: float = 0.0) -> np.ndarray:
     return np.array([t[list(g)].max() + float(group_comm(len(g), comm)) for g in groups])
 
 
-def throughput_loss(tau, groups, c_push: float, comm: float = 0.0) -> tuple[float, float]:
+def throughput_loss(tau, groups, c_push: float, comm: float = 0.0, wait: float = 0.0) -> tuple[float, float]:
     """``(J, s)`` of an arbitrary grouping under the ``throughput`` objective of
     :func:`segment_groups` (:func:`group_periods`): ``J`` the fraction of the workers' compute
-    lost to waiting in groups or at the server, ``s`` the largest predicted staleness."""
+    lost to waiting in groups or at the server, ``s`` the largest predicted staleness (the
+    periods lengthened by the server's queue ``wait``, :func:`predicted_staleness`)."""
     t = np.asarray(tau, dtype=float)
     per = group_periods(t, groups, comm)
     k = np.array([len(g) for g in groups])
     rate = float(np.sum(1.0 / per))
     J = 1.0 - float(np.sum(k / per)) / float(np.sum(1.0 / t)) / max(1.0, c_push * rate)
-    return J, float(predicted_staleness(per).max())
+    return J, float(predicted_staleness(per, wait).max())
 
 
-def worth_switching(tau, current, new, c_push: float, s_max: float, margin: float, comm: float = 0.0) -> bool:
-    """Is ``new`` worth the barrier a change of groups costs? Only if it loses at least
-    ``margin`` less of the workers' compute (:func:`throughput_loss`) than ``current``, or if
-    ``current`` exceeds the staleness bound by more than one version. Measured times are
-    noisy; without the margin the real trainer's groups flipped at every decision near the
-    bound."""
-    j_cur, s_cur = throughput_loss(tau, current, c_push, comm)
+def worth_switching(tau, current, new, c_push: float, s_max: float, margin: float, comm: float = 0.0,
+                    wait: float = 0.0, cost: float = 0.0, lost: float = float("inf")) -> bool:
+    """Is ``new`` worth the barrier a change of groups costs? Yes if ``current`` exceeds the
+    staleness bound by more than one version (predicted with the server's queue ``wait``).
+    Otherwise only if ``new`` loses at least ``margin`` less of the workers' compute
+    (:func:`throughput_loss`) than ``current`` and the phase end has been paid for: ``lost``,
+    the worker-seconds of compute the measurements have shown ``current`` losing against
+    better groupings since it was put in place, has reached ``cost``, the worker-seconds a
+    phase end costs (the server measures both; ``procs.Proc.decide``). This is the
+    rent-or-buy rule: stay (pay the loss) until the loss paid equals the price of moving,
+    then move (with an exact gain and cost and a gain lasting an unknown time, at most twice
+    what the best choice in hindsight would pay). Measured times are noisy; without the margin the
+    real trainer's groups flipped at every decision near the bound, and without the price at
+    a single decision's spike of the server's measured time per update."""
+    j_cur, s_cur = throughput_loss(tau, current, c_push, comm, wait)
     if s_cur > s_max + 1.0:
         return True
-    return throughput_loss(tau, new, c_push, comm)[0] <= j_cur - margin
+    gain = j_cur - throughput_loss(tau, new, c_push, comm)[0]
+    return gain >= margin and (cost <= 0 or lost >= cost)
 
 
 def grouping_objective(tau, groups, lam: float, c_push: float, samples=None, comm: float = 0.0,

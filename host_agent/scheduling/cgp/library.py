@@ -53,6 +53,10 @@ class CGPConfig(QuotaRunOptions):
     # CGP (throughput objective): a new grouping must lose this much less of the workers'
     # compute than the one in place (a fraction) to be worth the barrier of a change
     switch_margin: float = 0.05
+    # CGP: a change must also pay for its phase end: the compute the measurements have shown
+    # the grouping in place losing against a clearly better one must reach the
+    # worker-seconds the server measured a phase end to cost (False: the margin alone)
+    price_switch: bool = True
     # CGP: a worker's compute time for the grouping is the longer of its step's wall time and
     # its CPU seconds over its current CPU quota (the pace it sustains alone)
     sustained_periods: bool = True

@@ -49,7 +49,7 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..rank_processes import join_world, rank_main
-from .grouping import group_periods, predicted_staleness, segment_groups, worth_switching
+from .grouping import group_periods, predicted_staleness, segment_groups, throughput_loss, worth_switching
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
@@ -170,12 +170,28 @@ class Proc:
         self.recent: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
         self.round_trips: list[deque] = [deque(maxlen=5) for _ in range(self.N)]
         self.queued = [0.0] * self.N  # server: how long a leader's last push waited for service
+        self.waits: deque = deque(maxlen=32)  # server: the last pushes' waits in its queue
+        # server: the worker-seconds each change of grouping cost (the groups' idle time from
+        # their "stop" to the next phase's start; the groups that stopped, and when)
+        self.switch_costs: deque = deque(maxlen=8)
+        self.stop_times: dict[int, float] = {}
+        # server: the worker-seconds of compute the measurements have shown the grouping in
+        # place losing against a clearly better one since it was put in place, and when the
+        # last decision was made
+        self.lost = 0.0
+        self.last_decision: float | None = None
         self.bell = 0
         self.samples = 0
         self.last_snap = -1e9
+        prev = groups  # the grouping of the phase that just ended
         while True:
             for g in groups:  # every rank, the same order (new_group is collective)
                 self.pg(g)
+            if self.stop_times:  # server: what the change of grouping cost the workers
+                t_ready = tick()
+                self.switch_costs.append(sum(len(prev[gi]) * (t_ready - t) for gi, t in self.stop_times.items()))
+                self.stop_times = {}
+            prev = groups
             self.log["groupings"].append({"phase": phase, "version": v, "t": self.elapsed(),
                                           "groups": [list(g) for g in groups]})
             if self.mode == "bsp":
@@ -276,8 +292,10 @@ class Proc:
 
     def decide(self, groups) -> tuple[list[tuple[int, ...]], list[float]] | None:
         """CGP's grouping from the compute times the pushes carried and the server's measured
-        time per update; None until every worker has reported."""
-        if any(not q for q in self.recent):
+        time per update; None until every worker has reported a full window of compute times
+        (the first steps are slow: before, the first decision saw the 0.1-CPU worker at
+        66-84 ms instead of its 30-40 and forced a merge it undid a decision later)."""
+        if any(len(q) < q.maxlen for q in self.recent):
             return None
         # a worker's period: its compute time and the round trip of a push without the wait
         # in the server's queue (a worker that has not led a push yet: the median of the
@@ -290,23 +308,48 @@ class Proc:
                         for q, t in zip(self.recent, self.round_trips)])
         served = float(np.mean(self.service[-32:])) if self.service else 0.0
         c_push = push_cost(self.cfg.get("c_push"), served)
-        gr = segment_groups(tau, float(self.cfg["lam"]), float(self.cfg["s_max"]), 4, c_push,
+        # the staleness is predicted with the periods the server sees: with its queue's wait
+        wait = float(np.median(self.waits)) if self.waits else 0.0
+        s_max, margin = float(self.cfg["s_max"]), float(self.cfg["switch_margin"])
+        gr = segment_groups(tau, float(self.cfg["lam"]), s_max, 4, c_push,
                             float(self.cfg["theta"]), comm=fallback,
-                            objective=self.cfg.get("objective", "throughput"))
-        pairs = sorted(((tuple(sorted(int(i) for i in g)), s) for g, s in zip(gr.groups, gr.staleness)),
-                       key=lambda p: min(p[0]))
-        new = [p[0] for p in pairs]
+                            objective=self.cfg.get("objective", "throughput"), wait=wait)
+        new = sorted((tuple(sorted(int(i) for i in g)) for g in gr.groups), key=min)
+        now = self.elapsed()
+        j_cur, s_cur = throughput_loss(tau, groups, c_push, fallback, wait)
+        gain = j_cur - throughput_loss(tau, new, c_push, fallback)[0]
+        # the compute lost since the last decision, as the medians (which span it) measure it
+        dt = 0.0 if self.last_decision is None else now - self.last_decision
+        self.last_decision = now
+        if new != list(groups) and gain >= margin:
+            self.lost += gain * self.N * dt
+        # a phase end's cost in worker-seconds: the mean of the last ones measured, else every
+        # worker waiting half the slowest group's period
+        cost = (float(np.mean(self.switch_costs)) if self.switch_costs
+                else 0.5 * self.N * float(group_periods(tau, groups, fallback).max()))
+        if not self.cfg.get("price_switch", True):
+            cost = 0.0
+        lost = self.lost
         if new != list(groups) and self.cfg.get("objective", "throughput") == "throughput":
-            # a change ends the phase (a barrier): keep the groups unless the new ones are clearly better
-            if not worth_switching(tau, groups, new, c_push, float(self.cfg["s_max"]),
-                                   float(self.cfg["switch_margin"]), fallback):
-                per = group_periods(tau, groups, fallback)
-                new, pairs = list(groups), list(zip(groups, predicted_staleness(per).tolist()))
+            # a change ends the phase (a barrier): keep the groups unless the new ones are
+            # clearly better and the loss of staying has paid for the barrier, or the old
+            # ones are over the bound
+            if not worth_switching(tau, groups, new, c_push, s_max, margin, fallback, wait, cost, lost):
+                new = list(groups)
+        if new != list(groups):
+            self.lost = 0.0
         self.log["taus"].append(tau.tolist())
         self.log.setdefault("c_push", []).append(c_push)
-        self.log.setdefault("decisions", []).append({"version": self.state.v, "t": self.elapsed(),
-                                                     "kept": new == list(groups)})
-        return new, [float(p[1]) for p in pairs]
+        seen = self.state.window()
+        self.log.setdefault("decisions", []).append({
+            "version": self.state.v, "t": now, "kept": new == list(groups),
+            "c_push": c_push, "comm": fallback, "wait": wait, "loss": j_cur, "predicted_s": s_cur,
+            "forced": s_cur > s_max + 1.0, "gain": gain, "lost": lost, "cost": cost,
+            # the staleness the server applied per group since the last decision: max, mean, count
+            "seen_s": {",".join(map(str, groups[g])): [max(x), float(np.mean(x)), len(x)] for g, x in seen.items()}})
+        # the damping's expected staleness per group: predicted without the queue's wait, as
+        # before the wait entered the bound (a higher expectation damps less)
+        return new, predicted_staleness(group_periods(tau, new, fallback)).tolist()
 
     def server_phase(self, st: ServerState, groups, expected, v: int, phase: int):
         """Serve pushes until the time is up or (CGP) a regrouping changes the groups; returns
@@ -348,6 +391,8 @@ class Proc:
                 sends.append((dist.isend(wc, leaders[gi], tag=TAG_W), wc))
                 if stop:
                     stopped.add(gi)
+                    if changing:
+                        self.stop_times[gi] = tick()
                     reply(st.retire(gi))
 
         stopped: set[int] = set()
@@ -370,6 +415,7 @@ class Proc:
                 # see looked sustainable)
                 self.round_trips[src].append(max(0.0, float(buf[n_param + self.N + src]) - self.queued[src]))
             self.queued[src] = wait
+            self.waits.append(wait)
             before = st.applied
             replies = st.push(gi, int(hdr[0]), int(hdr[1]), buf[:n_param].clone())
             self.samples += int(hdr[1])

@@ -33,12 +33,20 @@ class ServerState:
         self.staleness: list[int] = []
         self.applied = 0
         self.held = 0
+        self.by_group: dict[int, list[int]] = {}  # the applied staleness per group since window()
 
     def begin(self, groups: int, expected=None) -> None:
         """A new phase: ``groups`` groups, all computing on the current version."""
         self.base = {g: self.v for g in range(groups)}
         self.expected = dict(enumerate(expected or [0.0] * groups))
         self.pending = []
+        self.by_group = {}
+
+    def window(self) -> dict[int, list[int]]:
+        """The staleness of every update applied since the last call (or the phase's start),
+        per group; starts a new window."""
+        out, self.by_group = self.by_group, {}
+        return out
 
     def retire(self, group: int) -> list[tuple[int, int]]:
         """The group computes no more this phase; returns the held updates this releases."""
@@ -86,6 +94,7 @@ class ServerState:
         s = self.v - b
         self.max_staleness = max(self.max_staleness, s)
         self.staleness.append(s)
+        self.by_group.setdefault(g, []).append(s)
         h = damping(s, self.kind, self.expected.get(g, 0.0))
         self.w.sub_(grad, alpha=self.lr * (n / self.B_ref) * h)
         self.applied += 1

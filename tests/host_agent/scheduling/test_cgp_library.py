@@ -185,3 +185,130 @@ def test_the_ablation_changes_one_mechanism_each():
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
     assert got["cgp-no-damping"].damping == "none" and not got["cgp-no-damping"].barrier_every_phase
     assert got["cgp-no-bound"].s_max > 1000 and got["cgp-inverse"].damping == "inverse"
+
+
+def test_the_servers_queue_wait_lowers_the_predicted_staleness_and_the_forced_switch():
+    """The queue adds about the same wait to every group's period; without it, the held-out
+    scenario's forced switches came on predictions of 9-10.5 versions (bound 8) when the
+    slowest worker's pushes had been applied at 5.7-6.5 on average."""
+    from host_agent.scheduling.cgp.grouping import predicted_staleness, segment_groups, worth_switching
+    singles, pair = [(0,), (1,), (2,), (3,)], [(0, 1), (2,), (3,)]
+    tau = [0.011, 0.012, 0.011, 0.040]  # as measured on the held-out scenario (s)
+    s0 = predicted_staleness(tau).max()
+    s7 = predicted_staleness(tau, wait=0.007).max()
+    assert s0 == pytest.approx(0.040 * sum(1 / t for t in tau) - 1)
+    assert s7 == pytest.approx(0.047 * sum(1 / (t + 0.007) for t in tau) - 1)
+    assert s0 > 9 + 0.5 and s7 < 8  # the same workers, with a 7 ms wait at the server
+    # without the wait: over the bound (8) by more than one version, a forced switch, and a
+    # fresh grouping merges; with it, neither
+    assert worth_switching(tau, singles, pair, 0.0036, s_max=8, margin=0.05, comm=0.003)
+    assert not worth_switching(tau, singles, pair, 0.0036, s_max=8, margin=0.05, comm=0.003, wait=0.007)
+    assert segment_groups(tau, s_max=8, c_push=0.0036, comm=0.003, objective="throughput").G < 4
+    g = segment_groups(tau, s_max=8, c_push=0.0036, comm=0.003, objective="throughput", wait=0.007)
+    assert g.G == 4 and max(g.staleness) == pytest.approx(s7)
+    with pytest.raises(ValueError, match="wait >= 0"):
+        segment_groups(tau, wait=-1.0)
+
+
+def test_a_change_must_pay_for_its_phase_end():
+    from host_agent.scheduling.cgp.grouping import throughput_loss, worth_switching
+    singles, pair = [(0,), (1,), (2,), (3,)], [(0, 1), (2,), (3,)]
+    tau = [0.011, 0.012, 0.011, 0.040]
+    gain = throughput_loss(tau, pair, 0.0036, 0.003)[0] - throughput_loss(tau, singles, 0.0036, 0.003)[0]
+    assert gain > 0.09  # splitting the pair saves 9.8 % of the workers' compute
+    kw = {"c_push": 0.0036, "s_max": 8, "margin": 0.05, "comm": 0.003, "cost": 0.12}
+    # rent or buy: stay until the compute lost by staying has reached the phase end's cost
+    assert not worth_switching(tau, pair, singles, lost=0.0, **kw)
+    assert not worth_switching(tau, pair, singles, lost=0.11, **kw)
+    assert worth_switching(tau, pair, singles, lost=0.12, **kw)
+    # the margin still applies, however much was lost; unpriced (cost 0): the margin alone
+    assert not worth_switching(tau, pair, singles, lost=100.0, **{**kw, "margin": gain + 0.01})
+    assert worth_switching(tau, pair, singles, lost=0.0, **{**kw, "cost": 0.0})
+    # over the bound by more than one version: switch at once, whatever the price
+    assert worth_switching(tau, singles, pair, 0.0036, s_max=5, margin=0.05, comm=0.003, cost=10.0, lost=0.0)
+
+
+def _deciding_server(cfg_over=None):
+    """A server-side Proc with its measurements set by hand (no processes, no world)."""
+    from collections import deque
+
+    from host_agent.scheduling.cgp.procs import Proc
+    p = Proc.__new__(Proc)
+    p.cfg = {"s_max": 8, "switch_margin": 0.05, "lam": 1.0, "theta": 0.3, "objective": "throughput",
+             "c_push": 0.0036}
+    p.cfg.update(cfg_over or {})
+    p.N, p.log, p.now = 4, {"taus": []}, 0.0
+    p.elapsed = lambda: p.now
+    p.recent = [deque(maxlen=5) for _ in range(4)]
+    p.round_trips = [deque(maxlen=5) for _ in range(4)]
+    p.service, p.waits, p.switch_costs = [], deque(maxlen=32), deque([0.12], maxlen=8)
+    p.lost, p.last_decision = 0.0, None
+    p.state = ServerState(torch.zeros(1), lr=0.1, B_ref=4)
+
+    def measure(tau, trip=0.003, wait=0.007, n=5):
+        for r, t in enumerate(tau):
+            p.recent[r].extend([t] * n)
+            p.round_trips[r].extend([trip] * n)
+        p.waits.extend([wait] * 32)
+    return p, measure
+
+
+def test_the_server_decides_once_every_worker_has_a_full_window():
+    p, measure = _deciding_server()
+    measure([0.008, 0.009, 0.011, 0.040], n=4)
+    assert p.decide([(0,), (1,), (2,), (3,)]) is None  # four of five compute times: not yet
+    measure([0.008, 0.009, 0.011, 0.040], n=1)
+    assert p.decide([(0,), (1,), (2,), (3,)]) is not None
+
+
+def test_the_server_keeps_a_grouping_until_the_loss_of_staying_has_paid_for_a_phase_end():
+    singles, pair = [(0,), (1,), (2,), (3,)], [(0, 1), (2,), (3,)]
+    p, measure = _deciding_server()
+    measure([0.008, 0.009, 0.011, 0.040])  # the workers' compute, without the round trip
+    new, expected = p.decide(pair)  # the pair is beaten: the first decision, nothing lost yet
+    assert new == pair and len(expected) == 3 and p.log["decisions"][-1]["lost"] == 0.0
+    gain = p.log["decisions"][-1]["gain"]
+    assert gain > 0.1
+    p.now = 0.1
+    assert p.decide(pair)[0] == pair  # 0.1 s x gain x 4 workers lost: less than 0.12
+    assert p.lost == pytest.approx(0.4 * gain)
+    # a decision that sees nothing clearly better adds nothing, and forgets nothing
+    measure([0.030, 0.030, 0.030, 0.040])
+    p.now = 0.5
+    assert p.decide(pair)[0] == pair and p.lost == pytest.approx(0.4 * gain)
+    measure([0.008, 0.009, 0.011, 0.040])
+    p.now = 0.6
+    new, expected = p.decide(pair)  # 0.8 gain > 0.12 worker-seconds: paid for, split
+    assert new == singles and len(expected) == 4 and p.lost == 0.0
+    d = p.log["decisions"][-1]
+    assert not d["kept"] and d["lost"] >= d["cost"] == pytest.approx(0.12)
+    # unpriced (price_switch False), the margin alone: split at the first decision
+    p3, measure3 = _deciding_server({"price_switch": False})
+    measure3([0.008, 0.009, 0.011, 0.040])
+    assert p3.decide(pair)[0] == singles
+
+
+def test_the_server_predicts_staleness_with_its_queue_wait_and_forces_a_switch_beyond_the_bound():
+    singles = [(0,), (1,), (2,), (3,)]
+    p, measure = _deciding_server()
+    measure([0.008, 0.009, 0.008, 0.037], wait=0.007)
+    assert p.decide(singles)[0] == singles  # 7.7 versions with the 7 ms wait: within the bound
+    assert not p.log["decisions"][-1]["forced"] and p.log["decisions"][-1]["predicted_s"] < 8
+    p, measure = _deciding_server()
+    measure([0.008, 0.009, 0.008, 0.037], wait=0.0)  # the same periods, no queue: 10.6
+    new, _ = p.decide(singles)
+    d = p.log["decisions"][-1]
+    assert d["forced"] and d["predicted_s"] > 9 and len(new) < 4  # switched at once, unpriced
+
+
+def test_the_server_reports_the_staleness_it_applied_per_group():
+    st = ServerState(torch.zeros(1), lr=0.1, B_ref=1, s_max=10, damping_kind="none")
+    st.begin(2)
+    st.push(0, 0, 1, torch.ones(1))  # s 0
+    st.push(0, 1, 1, torch.ones(1))  # s 0
+    st.push(1, 0, 1, torch.ones(1))  # s 2
+    assert st.window() == {0: [0, 0], 1: [2]}
+    assert st.window() == {}  # a new window
+    st.push(1, 3, 1, torch.ones(1))
+    st.begin(2)  # a phase starts a new window too
+    assert st.window() == {}
