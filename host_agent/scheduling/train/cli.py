@@ -215,8 +215,9 @@ def _print(out: dict) -> None:
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
     d = out.get("host_drift")
     if d and abs(d["median_pct"]) > DRIFT_PCT:
-        print(f"warning: this host ran the profile's calibration configurations ({', '.join(d['configurations'])}) "
-              f"{abs(d['median_pct']):.0f}% {'faster' if d['median_pct'] < 0 else 'slower'} (median) than when "
+        print(f"warning: this host ran the profile's calibration configurations "
+              f"({', '.join(dict.fromkeys(d['configurations']))}) "
+              f"{abs(d['median_pct']):.1f}% {'faster' if d['median_pct'] < 0 else 'slower'} (median) than when "
               f"{out.get('profile') or 'the profile'} was taken: the cost model's microbatch choices may be wrong; "
               f"run saatp profile again")
     v = out["summary"].get("umpipe_vs_best_baseline")

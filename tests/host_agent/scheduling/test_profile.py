@@ -288,8 +288,11 @@ def test_a_stale_profile_is_reported(capsys):
     out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
                summary=s, tuning=None, host_drift=d)
     cli._print(out)
-    assert "warning: this host ran the profile's calibration configurations (gpipe M=1, 1f1b M=2) 22% faster" \
+    assert "warning: this host ran the profile's calibration configurations (gpipe M=1, 1f1b M=2) 22.5% faster" \
         in capsys.readouterr().out
+    out["host_drift"] = dict(d, configurations=["gpipe M=1", "1f1b M=2", "gpipe M=1"])  # tuning and final
+    cli._print(out)
+    assert "configurations (gpipe M=1, 1f1b M=2) 22.5%" in capsys.readouterr().out
     out["host_drift"] = dict(d, median_pct=6.0)
     cli._print(out)
     assert "warning" not in capsys.readouterr().out
