@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 from .costmodel import PipelineCosts
@@ -92,13 +93,14 @@ class CpuBandwidth:
                 for s, q in enumerate(self.quota)]
 
 
-def _r_sequence_steps(d: int) -> list[float]:
+@lru_cache(maxsize=None)
+def _r_sequence_steps(d: int) -> tuple[float, ...]:
     """The steps of the R_d low-discrepancy sequence: ``1 / phi_d ** k``, k = 1..d, with phi_d
     the root > 1 of ``x ** (d + 1) = x + 1`` (Roberts 2018)."""
     phi = 2.0
     for _ in range(60):  # fixed point of x = (1 + x) ** (1 / (d + 1))
         phi = (1.0 + phi) ** (1.0 / (d + 1))
-    return [(1.0 / phi ** k) % 1.0 for k in range(1, d + 1)]
+    return tuple((1.0 / phi ** k) % 1.0 for k in range(1, d + 1))
 
 
 _EPS = 1e-12  # seconds: a balance this close to zero counts as zero

@@ -204,6 +204,12 @@ def throughput_loss(tau, groups, c_push: float, comm: float = 0.0, wait: float =
     return J, float(predicted_staleness(per, wait).max())
 
 
+def over_bound(s: float, s_max: float) -> bool:
+    """A predicted staleness ``s`` that forces a change of groups: more than one version over
+    the bound (within it, the server's gate holds updates back instead)."""
+    return s > s_max + 1.0
+
+
 def worth_switching(tau, current, new, c_push: float, s_max: float, margin: float, comm: float = 0.0,
                     wait: float = 0.0, cost: float = 0.0, lost: float = float("inf")) -> bool:
     """Is ``new`` worth the barrier a change of groups costs? Yes if ``current`` exceeds the
@@ -219,7 +225,7 @@ def worth_switching(tau, current, new, c_push: float, s_max: float, margin: floa
     real trainer's groups flipped at every decision near the bound, and without the price at
     a single decision's spike of the server's measured time per update."""
     j_cur, s_cur = throughput_loss(tau, current, c_push, comm, wait)
-    if s_cur > s_max + 1.0:
+    if over_bound(s_cur, s_max):
         return True
     gain = j_cur - throughput_loss(tau, new, c_push, comm)[0]
     return gain >= margin and (cost <= 0 or lost >= cost)

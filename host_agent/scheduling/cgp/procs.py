@@ -49,7 +49,8 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..rank_processes import join_world, rank_main
-from .grouping import group_periods, predicted_staleness, segment_groups, throughput_loss, worth_switching
+from .grouping import (group_periods, over_bound, predicted_staleness, segment_groups, throughput_loss,
+                       worth_switching)
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
@@ -344,7 +345,7 @@ class Proc:
         self.log.setdefault("decisions", []).append({
             "version": self.state.v, "t": now, "kept": new == list(groups),
             "c_push": c_push, "comm": fallback, "wait": wait, "loss": j_cur, "predicted_s": s_cur,
-            "forced": s_cur > s_max + 1.0, "gain": gain, "lost": lost, "cost": cost,
+            "forced": over_bound(s_cur, s_max), "gain": gain, "lost": lost, "cost": cost,
             # the staleness the server applied per group since the last decision: max, mean, count
             "seen_s": {",".join(map(str, groups[g])): [max(x), float(np.mean(x)), len(x)] for g, x in seen.items()}})
         # the damping's expected staleness per group: predicted without the queue's wait, as
