@@ -43,10 +43,11 @@ from ..pipeline.stage import run_iteration
 from ..rank_processes import join_world, rank_main
 from .allreduce import weighted_allreduce
 from .costs import LayerCosts, op_work
-from .plan import ExecPlan, transfers
+from .plan import ExecPlan, Group, transfers
 from .sampler import ShareSampler
 
 TAG_GATHER, TAG_SCATTER, TAG_PARAMS, TAG_MIGRATE = 21, 22, 23, 30
+PROBE_BATCH = 64  # samples per pass of the speed probe
 tick = time.perf_counter
 
 
@@ -103,8 +104,28 @@ class Worker:
         self.probe_model = digits.model_from(cfg["model"])
         self.numel = [sum(p.numel() for p in layer.parameters()) for layer in self.probe_model]
         warm_up_autograd()
+        self.warm_up()
         if cfg.get("cgroups"):
             cgroups.join(cfg["cgroups"][rank])
+
+    def warm_up(self) -> None:
+        """Before the process joins its cgroup: one untimed iteration of the whole model at
+        the full batch on a scratch state, and one pass at the probe's batch. A process's
+        first pass at a batch size costs several steady ones (torch's lazy initialisation,
+        oneDNN's kernels for a new shape: 16 ms of CPU against 2.5 for a small CNN on this
+        host), once per process. Without this the first method to run on a process paid it
+        inside its quota: every run's slot 0 charged it to the method listed first, whose
+        in-slot reaction then read it as a slow process (a held-out run of 2026-11-27:
+        Lyapunov's first iteration on rank 0 took 22.4 ms, BSP's right after on the same rank
+        and quota 9.0 ms, and Lyapunov moved its replica away)."""
+        B, L = int(self.cfg["B"]), len(self.probe_model)
+        st = MethodState(self.cfg["model"], int(self.cfg.get("seed", 0)), self.world)
+        plan = ExecPlan((Group((self.rank,), (0, L), B, B),), L)
+        self.iteration(st, plan, 0, {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "sync": [],
+                                     "phases": [], "losses": []})
+        b = min(PROBE_BATCH, len(self.X))
+        digits.loss_sum(self.probe_model(self.X[:b]), self.Y[:b]).backward()
+        self.probe_model.zero_grad()
 
     # ------------------------------------------------------------------ commands
     def serve(self) -> None:
@@ -128,7 +149,7 @@ class Worker:
             self.store.set(f"meas/{n}/{self.rank}", json.dumps(out))
             n += 1
 
-    def probe_speed(self, b: int = 64, min_s: float = 0.08) -> float:
+    def probe_speed(self, b: int = PROBE_BATCH, min_s: float = 0.08) -> float:
         """Work per second of whole-model forward+backward passes over at least ``min_s``
         (several quota periods: a shorter probe would run inside one period's quota at full
         speed). ``b`` is near a replica's share, so the fixed per-pass cost, which the
