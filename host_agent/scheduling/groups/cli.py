@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
               f"{r['migrations']:10d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
     for m, v in res.get("lyapunov_vs", {}).items():
         r = v["batch_time_reduction"] * 100
-        print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x)")
+        print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x); "
+              f"the same plans in {v['same_plan_slots']} of {v['slots']} slots")
     write_result_files(res, args.json, args.plot, plot_groups)
     return 0

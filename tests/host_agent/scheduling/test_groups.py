@@ -398,3 +398,23 @@ def test_the_joint_planners_replicas_are_priced_and_split_as_they_run():
     shares = {g.ranks[0]: g.share for g in plan.groups}
     assert shares[0] > shares[1]  # the faster process gets more
     assert info["predicted_s"] <= linfo["predicted_s"] + 1e-12  # never worse than LB-BSP's split in the model
+
+
+def test_the_summary_counts_the_slots_in_which_a_baseline_ran_lyapunovs_plans():
+    from host_agent.scheduling.groups.costs import profile_layers
+    from host_agent.scheduling.groups.executor import GroupsConfig, summarise
+    a = ExecPlan((Group((0,), (0, 6), 64, 64),), 6).to_dict()
+    b = ExecPlan((Group((1,), (0, 6), 64, 64),), 6).to_dict()
+    c = ExecPlan((Group((0,), (0, 6), 32, 32), Group((1,), (0, 6), 32, 32)), 6).to_dict()
+
+    def slot(plan, T, first=None):
+        return dict(plan=plan, replanned_from=first, T=T, cost=1.0, quota_moved=False, Q=0.0, sync_s=0.0,
+                    test_acc=0.5, max_group_diff=0.0, migration_moves=0, migration_s=0.0, batch_s=[T])
+
+    rec = {"lyapunov": [slot(a, 0.010), slot(b, 0.012, first=a), slot(a, 0.010)],
+           "bsp": [slot(a, 0.011), slot(b, 0.012), slot(c, 0.020)]}  # slot 1: no reaction, plan b at once
+    costs = profile_layers(digits.cnn(), digits.load().x_train[:1])
+    out = summarise(GroupsConfig(methods=("lyapunov", "bsp"), cgroups=False), rec, 10.0, 0.01, costs, 1.0)
+    vs = out["lyapunov_vs"]["bsp"]
+    assert (vs["same_plan_slots"], vs["slots"]) == (1, 3)
+    assert vs["speedup"] == pytest.approx((0.011 + 0.012 + 0.020) / (0.010 + 0.012 + 0.010))
