@@ -85,7 +85,7 @@ def main() -> int:
             for m, v in res["lyapunov_vs"].items():
                 r = v["batch_time_reduction"] * 100
                 print(f"  lyapunov vs {m:13s}: batch time {abs(r):5.1f}% {'lower' if r >= 0 else 'higher'} "
-                      f"({v['speedup']:.2f}x)")
+                      f"({v['speedup']:.2f}x); the same plans in {v['same_plan_slots']} of {v['slots']} slots")
             sys.stdout.flush()
     print(f"\ntotal {time.perf_counter() - t0:.0f} s\n")
     print("| trace | method | mean batch ms (runs) | Lyapunov's margin (runs) | cost/budget (runs) | load avg |")
