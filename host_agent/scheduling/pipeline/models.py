@@ -2,13 +2,16 @@
 the planner may cut between, plus a deterministic batch generator and a loss.
 
 A model spec is ``vgg-mini``, ``gpt-mini`` or ``MODULE:FN``, where ``FN()`` returns a
-:class:`ModelSpec` (or a tuple ``(sequential, make_batch, loss_sum)`` with the same meaning).
+:class:`ModelSpec` (or a tuple ``(sequential, make_batch, loss_sum)`` with the same meaning;
+``sequential`` is a builder, seeded before each call, or a built ``nn.Sequential``, copied for
+each run, whose weights are its own whatever the seed).
 ``loss_sum(output, target)`` must return the SUM of per-sample losses, so that summing the
 microbatches' losses divided by B equals the minibatch mean (what gradient accumulation needs).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -138,7 +141,13 @@ def load_model(spec: str) -> ModelSpec:
         return got
     if isinstance(got, tuple) and len(got) == 3:
         seq, batch, loss = got
-        return ModelSpec(spec, (lambda s=seq: s) if isinstance(seq, nn.Module) else seq, batch, loss)
+        if isinstance(seq, nn.Module):
+            # a built model: every build is a fresh copy of it as FN returned it (the runs of a
+            # session each train their own copy; handing out the object itself made them all
+            # train one set of weights). Its weights are FN's, whatever the seed.
+            pristine = copy.deepcopy(seq)
+            return ModelSpec(spec, lambda: copy.deepcopy(pristine), batch, loss)
+        return ModelSpec(spec, seq, batch, loss)
     raise ValueError(f"{spec}() must return a ModelSpec or (sequential|builder, make_batch, loss_sum)")
 
 

@@ -118,3 +118,23 @@ def test_cpu_quota_group_settings_and_cleanup():
         assert r() == pytest.approx(0.1)
         r.close()
     assert not os.path.exists(p)
+
+
+def built_model_spec():
+    """A model function in the tuple form with a built nn.Sequential (not a builder)."""
+    torch.manual_seed(3)
+    seq = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    return (seq, lambda B, step: (torch.randn(B, 4), torch.randint(0, 2, (B,))),
+            lambda out, y: torch.nn.functional.cross_entropy(out, y, reduction="sum"))
+
+
+def test_a_built_model_gives_every_run_its_own_copy_of_its_weights():
+    from host_agent.scheduling.pipeline.models import build_layers, load_model
+    spec = load_model(f"{__name__}:built_model_spec")
+    a, b = build_layers(spec, seed=0), build_layers(spec, seed=1)
+    assert a is not b and a[0].weight is not b[0].weight
+    torch.testing.assert_close(a[0].weight, b[0].weight)  # the function's weights, whatever the seed
+    with torch.no_grad():
+        a[0].weight.add_(1.0)  # one run trains: the other's weights and later builds do not move
+    torch.testing.assert_close(b[0].weight, build_layers(spec, seed=0)[0].weight)
+    assert not torch.allclose(a[0].weight, b[0].weight)
