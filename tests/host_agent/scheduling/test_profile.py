@@ -53,6 +53,31 @@ def test_choose_cuts_is_the_best_contiguous_split():
     assert costs.op_cpu(prof) == pytest.approx(0.003)
 
 
+def test_among_splits_tied_on_the_slowest_stage_the_next_slowest_decides():
+    """A small model: the fixed op cost outweighs every layer, so the slow-quota stage is the
+    bottleneck of every split that gives it one layer; the split must still balance the
+    other stages (they are the pipeline's fill and drain)."""
+    from itertools import combinations
+    layers = [_layer(1e-6, 1e-6) for _ in range(9)]
+    prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
+                link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.3, 0.15, 0.3, 0.3])
+    B, quotas = 32, [0.3, 0.15, 0.3, 0.3]
+
+    def times(c):
+        bounds = [0, *c, len(layers)]
+        return sorted(((sum(float(costs.layer_time(layers, i, B)) for i in range(lo, hi))
+                        + 2 * 4 * costs.DEFAULT_OP_CPU_S) / q for q, lo, hi in zip(quotas, bounds, bounds[1:])),
+                      reverse=True)
+
+    every = [list(c) for c in combinations(range(1, len(layers)), 3)]
+    slowest = min(times(c)[0] for c in every)
+    assert sum(1 for c in every if times(c)[0] == pytest.approx(slowest, rel=1e-9)) >= 7  # tied on it
+    cuts = costs.choose_cuts(prof, quotas, B)
+    assert times(cuts) == pytest.approx(min(times(c) for c in every), rel=1e-9)  # the lexicographic best
+    bounds = [0, *cuts, len(layers)]
+    assert [b - a for a, b in zip(bounds, bounds[1:])] in ([3, 1, 3, 2], [3, 1, 2, 3], [2, 1, 3, 3])
+
+
 def test_build_turns_cpu_seconds_into_fluid_times_and_carries_the_cfs_budget():
     prof = _profile()
     c = costs.build(prof, 16, [0.5, 0.25], cuts=[3])
