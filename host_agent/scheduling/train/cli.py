@@ -159,16 +159,35 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict]) -> dict | None:
     over measured, no model involved. A profile describes the host when it was taken: on this
     VM a stage's 16-sample ops needed 14-23 % less CPU than a profile taken 10 hours earlier
     said (its 4-sample ops -17..+6 %), and that stale profile ranked microbatch counts wrongly
-    (docs/pipeline-runtime.md). None when no configuration matches."""
+    (docs/pipeline-runtime.md). None when no configuration matches.
+
+    ``stale``: most of the compared measurements moved the same way, each outside every
+    iteration time the calibration measured for its configuration and by more than
+    :data:`DRIFT_PCT`, and their median by more than that too. The calibration times each
+    configuration 3 times: a model of a few milliseconds per iteration runs some iterations
+    at full speed and some throttled (4 and 34 ms for one configuration), and comparing
+    medians alone called a fresh profile 38-60 % off."""
     cal = prof.get("calibration") or {}
     if not cal.get("points") or int(cal.get("B", -1)) != int(B) or list(cal.get("cuts") or []) != list(cuts):
         return None
-    then = {p["label"]: p["measured_s"] for p in cal["points"]}
-    pairs = [(r["label"], r["measured_s"] / then[r["label"]] - 1) for r in rows
-             if r["family"] in ("gpipe", "1f1b") and r["label"] in then]
+    then = {p["label"]: p for p in cal["points"]}
+    pairs = []
+    for r in rows:
+        p = then.get(r["label"])
+        if p is None or r["family"] not in ("gpipe", "1f1b"):
+            continue
+        its = p.get("iterations_s") or [p["measured_s"]]
+        rel = r["measured_s"] / p["measured_s"] - 1
+        out = r["measured_s"] < min(its) or r["measured_s"] > max(its)
+        pairs.append((r["label"], rel, (1 if rel > 0 else -1) if out and abs(rel) * 100 > DRIFT_PCT else 0))
     if not pairs:
         return None
-    return dict(median_pct=statistics.median(x for _, x in pairs) * 100, configurations=[lb for lb, _ in pairs])
+    med = statistics.median(x for _, x, _ in pairs) * 100
+    moved = [m for *_, m in pairs]
+    way = 1 if med > 0 else -1
+    return dict(median_pct=med, configurations=list(dict.fromkeys(lb for lb, *_ in pairs)),
+                compared=len(pairs), moved=sum(1 for m in moved if m == way),
+                stale=abs(med) > DRIFT_PCT and sum(1 for m in moved if m == way) > len(pairs) / 2)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -214,12 +233,14 @@ def _print(out: dict) -> None:
         print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
     d = out.get("host_drift")
-    if d and abs(d["median_pct"]) > DRIFT_PCT:
+    if d and d.get("stale", abs(d["median_pct"]) > DRIFT_PCT):
         print(f"warning: this host ran the profile's calibration configurations "
               f"({', '.join(dict.fromkeys(d['configurations']))}) "
-              f"{abs(d['median_pct']):.1f}% {'faster' if d['median_pct'] < 0 else 'slower'} (median) than when "
-              f"{out.get('profile') or 'the profile'} was taken: the cost model's microbatch choices may be wrong; "
-              f"run saatp profile again")
+              f"{abs(d['median_pct']):.1f}% {'faster' if d['median_pct'] < 0 else 'slower'} (median"
+              + (f"; {d['moved']} of {d['compared']} measurements outside the calibration's range"
+                 if "compared" in d else "")
+              + f") than when {out.get('profile') or 'the profile'} was taken: the cost model's microbatch "
+              f"choices may be wrong; run saatp profile again")
     v = out["summary"].get("umpipe_vs_best_baseline")
     if v:
         print(f"UMPIPE {v['umpipe_s'] * 1e3:.1f} ms vs best baseline {v['baseline']} {v['baseline_s'] * 1e3:.1f} ms: "

@@ -312,15 +312,32 @@ def test_a_stale_profile_is_reported(capsys):
                             predicted_s=1.0)], [dict(iteration_s=[1.0] * 3, losses=[0.1])])
     out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
                summary=s, tuning=None, host_drift=d)
+    assert d["stale"] and (d["moved"], d["compared"]) == (2, 2)
     cli._print(out)
     assert "warning: this host ran the profile's calibration configurations (gpipe M=1, 1f1b M=2) 22.5% faster" \
         in capsys.readouterr().out
     out["host_drift"] = dict(d, configurations=["gpipe M=1", "1f1b M=2", "gpipe M=1"])  # tuning and final
     cli._print(out)
-    assert "configurations (gpipe M=1, 1f1b M=2) 22.5%" in capsys.readouterr().out
-    out["host_drift"] = dict(d, median_pct=6.0)
+    assert "22.5% faster (median; 2 of 2 measurements outside the calibration's range)" in capsys.readouterr().out
+    out["host_drift"] = dict(d, median_pct=6.0, stale=False)
     cli._print(out)
     assert "warning" not in capsys.readouterr().out
+    # a small model's iterations run at full speed or throttled: 3 calibration iterations of
+    # 4-34 ms; a session median inside what the calibration saw is no drift, however far from
+    # its median
+    noisy = dict(calibration=dict(B=8, cuts=[1], points=[
+        dict(label="gpipe M=1", measured_s=0.0047, iterations_s=[0.0047, 0.0039, 0.0341]),
+        dict(label="gpipe M=2", measured_s=0.0165, iterations_s=[0.0387, 0.0116, 0.0165]),
+        dict(label="1f1b M=2", measured_s=0.0103, iterations_s=[0.0106, 0.0099, 0.0103])]))
+    rows = [dict(label="gpipe M=1", family="gpipe", measured_s=0.0089),
+            dict(label="gpipe M=2", family="gpipe", measured_s=0.030),
+            dict(label="1f1b M=2", family="1f1b", measured_s=0.0105)]
+    d = cli.host_drift(noisy, 8, [1], rows)
+    assert abs(d["median_pct"]) > 10 and not d["stale"] and (d["moved"], d["compared"]) == (0, 3)
+    rows[2]["measured_s"] = 0.015  # outside 9.9-10.6 ms and 46 % slower, but alone
+    assert not cli.host_drift(noisy, 8, [1], rows)["stale"]
+    rows[1]["measured_s"] = 0.045  # two of three moved, the same way
+    assert cli.host_drift(noisy, 8, [1], rows)["stale"]
 
 
 def test_a_methods_candidates_spread_over_microbatch_counts():
