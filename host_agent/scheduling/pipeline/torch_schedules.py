@@ -29,14 +29,13 @@ def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B
     sched = cls(stage, n_microbatches=M, loss_fn=loss_fn, scale_grads=True)
 
     def step(x, y) -> float:
+        # the first stage feeds the input, the last the target (one stage: both)
+        losses: list = []
+        kw = dict(target=y, losses=losses) if rank == world - 1 else {}
         if rank == 0:
-            sched.step(x)
-            return 0.0
-        if rank == world - 1:
-            losses: list = []
-            sched.step(target=y, losses=losses)
-            return float(sum(float(l.detach()) for l in losses)) / M
-        sched.step()
-        return 0.0
+            sched.step(x, **kw)
+        else:
+            sched.step(**kw)
+        return float(sum(float(l.detach()) for l in losses)) / M if rank == world - 1 else 0.0
 
     return step

@@ -49,8 +49,15 @@ def quota_key(q: float | None) -> str:
 
 
 def load(path: str) -> dict:
-    with open(path) as f:
-        prof = json.load(f)
+    try:
+        with open(path) as f:
+            prof = json.load(f)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the profile ({e.strerror})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}:{e.colno}: not a saatp profile (invalid JSON: {e.msg})") from None
+    if not isinstance(prof, dict):
+        raise ValueError(f"{path}: not a saatp profile (a JSON {type(prof).__name__}, not an object)")
     for k in ("link", "model"):
         if k not in prof:
             raise ValueError(f"{path}: not a saatp profile (no {k!r})")

@@ -36,7 +36,7 @@ from ..costmodel import equal_sizes
 from ..profile import cli as profile_cli
 from ..profile import costs as profile_costs
 from ..pipeline import cgroups, launch
-from ..pipeline.models import load_model
+from ..pipeline.models import build_layers, load_model
 from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
 from ..umpipe import family
@@ -75,7 +75,7 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
     for sch in schedules:
         if sch == "umpipe":
             if fam.best is None:
-                raise ValueError("no UMPIPE plan fits the memory limits")
+                raise ValueError("no UMPIPE plan fits the memory limits" if limit else "no UMPIPE plan is feasible")
             pool = family.candidate_pool(costs, fam)
             for i, c in enumerate(spread_by_count(pool, k, lambda c: max(map(len, c.rows))) or [fam.best]):
                 runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,
@@ -294,10 +294,25 @@ def run(args: argparse.Namespace) -> int:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
                 raise ValueError(f"{args.profile} profiles {prof['model']}, not {args.model}")
+            n_layers = len(build_layers(load_model(args.model)))
+            if len(prof["cpu"]["layers"]) != n_layers:
+                raise ValueError(f"{args.profile} profiles {len(prof['cpu']['layers'])} layers of {prof['model']}, "
+                                 f"the model has {n_layers} now: run saatp profile again")
         else:
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch)
+        least = int(prof.get("min_microbatch", 1))
+        if args.batch < least:
+            raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "
+                             f"more (the profiler found it, e.g. a BatchNorm refuses one sample)")
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         costs = profile_costs.build(prof, args.batch, quotas, cuts)
+        cal = prof.get("calibration")
+        if args.profile and not costs.info.get("calibrated"):
+            why = ("has no calibration" if not cal else
+                   f"was calibrated on {len(cal.get('stages', []))} stages split at {cal.get('cuts')}, this run has "
+                   f"{args.stages} split at {costs.info['cuts']}")
+            print(f"note: {args.profile} {why}: the predictions use the layers' tight-loop times (uncalibrated, "
+                  f"errors of tens of per cent); saatp profile with these stages calibrates them", flush=True)
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
         t0 = time.time()
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,
@@ -305,7 +320,12 @@ def run(args: argparse.Namespace) -> int:
         plan_s = time.time() - t0
         runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit)
         if not runs:
-            raise ValueError("no schedule fits the memory limits")
+            raise ValueError("no schedule fits the memory limits" if limit else "no schedule has a feasible plan")
+        left = [s for s in schedules if s not in {r["family"] for r in runs}]
+        if left:
+            why = (["torch's schedules need M dividing B, torch-1f1b also M >= the stage count"]
+                   if set(left) & set(TORCH_SCHEDULES) else []) + (["the memory limits"] if limit else [])
+            print(f"note: left out {', '.join(left)}: no microbatch count fits ({'; '.join(why)})", flush=True)
         load = [round(x, 2) for x in os.getloadavg()]
         tuning = None
         if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
@@ -326,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
                candidates=args.candidates, tune_steps=args.tune_steps, machine=prof.get("machine"),
                calibrated=costs.info.get("calibrated"), profile=args.profile, plan_seconds=plan_s,
                load_average=dict(before_1_5_15=load[:3], after_1_5_15=load[3:]),
-               plan=fam.public(), tuning=tuning, summary=summarize(runs, final))
+               plan=fam.public(), tuning=tuning, summary=summarize(runs, final), left_out=left)
     if args.profile:  # a profile made now is not stale
         out["host_drift"] = host_drift(prof, args.batch, costs.info["cuts"],
                                        (tuning or {}).get("runs", []) + out["summary"]["runs"])

@@ -81,6 +81,14 @@ def test_torch_schedule_baseline_matches_single_process(tmp_path):
     _assert_same(_params_after(out["out_dir"], 2), reference.train("vgg-mini", [6], 8, WARMUP + STEPS))
 
 
+def test_torch_schedule_on_one_stage_matches_single_process(tmp_path):
+    """One stage is both the first and the last: it feeds the input and the target."""
+    cfg = StageConfig(model="vgg-mini", cuts=[], B=8, steps=STEPS, warmup=WARMUP, schedule="torch-gpipe", M=2,
+                      save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path))
+    _assert_same(_params_after(out["out_dir"], 1), reference.train("vgg-mini", [], 8, WARMUP + STEPS))
+
+
 @pytest.mark.slow
 def test_pipeline_on_saatp_backend(tmp_path):
     rows = [[3, 5], [2, 2, 4]]

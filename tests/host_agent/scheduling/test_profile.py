@@ -416,3 +416,29 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys)
     for r in runs + res["tuning"]["runs"]:
         assert (r.get("M") or 1) <= 4 and all(min(row) >= 2 for row in r.get("rows") or [[2]]), r
     assert "trains on microbatches of 2 samples or more" in capsys.readouterr().out
+
+
+def test_train_pipeline_refuses_a_profile_of_another_layer_count_and_a_batch_below_the_models_least(
+        tmp_path, capsys):
+    import json
+
+    from emulation.cli import main
+    from host_agent.scheduling.pipeline.models import build_layers
+    n = len(build_layers(load_model("vgg-mini")))
+    prof = dict(model="vgg-mini", format=2, cfs_period_s=0.01, min_microbatch=2,
+                cpu=dict(overhead=0.0, layers=[_layer(1e-4, 1e-5) for _ in range(n - 1)]),
+                link=dict(latency=1e-3, per_byte=1e-9))
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(prof))
+    args = ["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--profile", str(path)]
+    assert main(args + ["--batch", "8"]) == 2
+    assert f"profiles {n - 1} layers of vgg-mini, the model has {n} now" in capsys.readouterr().err
+    prof["cpu"]["layers"].append(_layer(1e-4, 1e-5))
+    path.write_text(json.dumps(prof))
+    assert main(args + ["--batch", "1"]) == 2
+    assert "--batch 1: vgg-mini trains only on microbatches of 2 samples or more" in capsys.readouterr().err
+    path.write_text("{\"model\": ")
+    assert main(args + ["--batch", "8"]) == 2
+    assert f"{path}:1:11: not a saatp profile (invalid JSON" in capsys.readouterr().err
+    assert main(args[:-1] + [str(tmp_path / "none.json"), "--batch", "8"]) == 2
+    assert "none.json: cannot read the profile" in capsys.readouterr().err
