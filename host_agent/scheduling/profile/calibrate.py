@@ -154,3 +154,28 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
         out["rms_rel_err"] = float(np.sqrt(np.mean(err ** 2)))
         out["max_abs_rel_err"] = float(np.max(np.abs(err)))
     return out
+
+
+def calibrate_split(prof: dict, model: str, quotas: Sequence[float | None], B: int,
+                    cuts: Sequence[int] | None = None, steps: int = 3, backend: str = "gloo", log=print) -> dict:
+    """The profile's calibration entry: :func:`calibrate` on ``cuts``, or without them on the
+    split :func:`.costs.choose_cuts` makes from the layers' tight-loop times and the default
+    fixed CPU per op; when the calibrated costs split the layers differently, once more on
+    that split (the first split's points are kept under ``first_split``). The default fixed
+    cost (1 ms per op, measured on the benchmark models) outweighs a small model's layers:
+    an outside test's 9-layer CNN got its six convolutions on one stage, which ran 1.8x
+    slower than the split its calibration implied."""
+    from . import costs as profile_costs
+
+    cal = calibrate(profile_costs.build(prof, B, quotas, cuts), model, quotas, steps=steps, backend=backend,
+                    prof=prof)
+    if cuts is not None:
+        return cal
+    better = profile_costs.choose_cuts(dict(prof, calibration=cal), quotas, B)
+    if better == list(cal["cuts"]):
+        return cal
+    log(f"the calibrated costs split the layers at {better}, not {list(cal['cuts'])}: calibrating on that split")
+    again = calibrate(profile_costs.build(prof, B, quotas, better), model, quotas, steps=steps, backend=backend,
+                      prof=prof)
+    again["first_split"] = {k: cal[k] for k in ("cuts", "points", "stages") if k in cal}
+    return again

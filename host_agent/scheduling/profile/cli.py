@@ -17,7 +17,7 @@ import time
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, load_model
 from . import costs
-from .calibrate import calibrate
+from .calibrate import calibrate_split
 from .fit import fit_knee, fit_line
 from .link import measure_link
 
@@ -107,8 +107,7 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
                 link=dict(latency=lat, per_byte=per, points=pts))
     if B:
         log(f"calibrating inside real {len(quotas)}-stage pipeline runs (B={B}) ...")
-        c = costs.build(prof, B, quotas, cuts)
-        prof["calibration"] = calibrate(c, model, quotas, steps=calibrate_steps, prof=prof)
+        prof["calibration"] = calibrate_split(prof, model, quotas, B, cuts, steps=calibrate_steps, log=log)
     prof["seconds"] = time.time() - t0
     return prof
 

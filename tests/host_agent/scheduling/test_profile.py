@@ -442,3 +442,27 @@ def test_train_pipeline_refuses_a_profile_of_another_layer_count_and_a_batch_bel
     assert f"{path}:1:11: not a saatp profile (invalid JSON" in capsys.readouterr().err
     assert main(args[:-1] + [str(tmp_path / "none.json"), "--batch", "8"]) == 2
     assert "none.json: cannot read the profile" in capsys.readouterr().err
+
+
+def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monkeypatch):
+    """Six heavy layers, then three light ones: with the default fixed cost per op the
+    slow-quota stage takes a light layer and the first stage all six heavy ones; the
+    calibration measures a far smaller fixed cost, and the profile calibrates again on the
+    split those costs give."""
+    layers = [_layer(0.0, 1e-5) for _ in range(6)] + [_layer(0.0, 1e-7) for _ in range(3)]
+    prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
+                link=dict(latency=1e-3, per_byte=1e-9))
+    quotas, calls = [0.3, 0.15, 0.3, 0.3], []
+
+    def measured(c, model, quotas, steps=3, backend="gloo", prof=None):
+        calls.append(list(c.info["cuts"]))
+        st = dict(fwd=dict(alpha=1e-5), bwd=dict(alpha=1e-5))
+        return dict(cuts=list(c.info["cuts"]), points=[dict(label="gpipe M=1")], stages=[st] * len(quotas))
+
+    monkeypatch.setattr(calibrate, "calibrate", measured)
+    cal = calibrate.calibrate_split(prof, "toy", quotas, 32, log=lambda msg: None)
+    assert calls[0] == [6, 7, 8] and len(calls) == 2 and calls[1][0] <= 3
+    assert cal["cuts"] == calls[1] and cal["first_split"]["cuts"] == [6, 7, 8]
+    calls.clear()
+    assert calibrate.calibrate_split(prof, "toy", quotas, 32, cuts=[6, 7, 8])["cuts"] == [6, 7, 8]
+    assert calls == [[6, 7, 8]]  # the user's split: calibrated once, kept
