@@ -140,13 +140,30 @@ def parse_quota(text: str, stages: int) -> float | None:
     return q
 
 
+def parse_sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated microbatch sizes, each a positive integer, at least two
+    different ones; sorted, without repeats. ValueError saying what is wrong."""
+    sizes = set()
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        try:
+            b = int(item)
+        except ValueError:
+            raise ValueError(f"--sizes={text}: {item.strip()!r} is not a whole number") from None
+        if b < 1:
+            raise ValueError(f"--sizes={text}: a microbatch size must be at least 1, not {b}")
+        sizes.add(b)
+    if len(sizes) < 2:
+        raise ValueError(f"--sizes={text}: give at least two different sizes (the fits need two points)")
+    return sorted(sizes)
+
+
 def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
     try:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
-        sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
-        if len(sizes) < 2 or sizes[0] < 1:
-            raise ValueError("--sizes needs at least two positive sizes")
+        sizes = parse_sizes(args.sizes)
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
                            cuts=cuts)

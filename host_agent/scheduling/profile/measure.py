@@ -63,6 +63,32 @@ def smallest_runnable(spec: ModelSpec, sizes: Sequence[int], seed: int = 0) -> i
     raise ValueError(f"model {spec.name} trains on none of the microbatch sizes {list(sizes)}: {err}")
 
 
+class NotOneTensor(ValueError):
+    """A layer's output is not one tensor: no stage boundary may follow that layer."""
+
+
+def one_tensor(y, i: int, layer: nn.Module) -> torch.Tensor:
+    """``y``, the output of layer ``i``; :class:`NotOneTensor` (naming the layer) unless it is a
+    tensor. Every child of the model's ``nn.Sequential`` is a layer the planner may cut after,
+    and what crosses a stage boundary is one tensor."""
+    if isinstance(y, torch.Tensor):
+        return y
+    raise NotOneTensor(f"layer {i} ({type(layer).__name__}) returns a {type(y).__name__}, not a tensor: a pipeline "
+                       f"stage boundary must carry one tensor, and every child of the model's nn.Sequential is a "
+                       f"place to cut; put the layers that pass the {type(y).__name__} on into one module that "
+                       f"returns one tensor")
+
+
+def check_layer_outputs(spec: ModelSpec, b: int, seed: int = 0) -> None:
+    """One forward of ``b`` samples, layer by layer (no gradients): :class:`NotOneTensor` for the
+    first layer whose output is not one tensor."""
+    layers = build_layers(spec, seed)
+    x, _ = spec.make_batch(int(b), 0)
+    with torch.no_grad():
+        for i, layer in enumerate(layers):
+            x = one_tensor(layer(x), i, layer)
+
+
 def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, seed: int = 0) -> dict:
     """Per layer: forward/backward seconds at each size, optimizer-step seconds, parameter bytes,
     output and stash bytes per sample."""
@@ -75,7 +101,7 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
             inp = h.detach()
             if inp.is_floating_point():
                 inp.requires_grad_()
-            y = layer(inp)
+            y = one_tensor(layer(inp), i, layer)
             g = torch.randn_like(y)
 
             def fwd(layer=layer, inp=inp):
@@ -146,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(sizes) < 2:
         print(f"model {spec.name} trains only on microbatches of {sizes}: the profile needs two sizes "
               f"(give --sizes up to the minibatch)", file=sys.stderr)
+        return 3
+    try:
+        check_layer_outputs(spec, least)  # before timing anything
+    except NotOneTensor as e:
+        print(f"model {spec.name}: {e}", file=sys.stderr)
         return 3
     res = profile_layers(spec, sizes, cfg["min_s"])
     res["min_microbatch"], res["sizes"] = least, sizes

@@ -1,0 +1,66 @@
+"""What ``saatp profile`` says about bad input: ``--sizes`` values, and a model layer whose
+output is not one tensor (no stage boundary can follow it)."""
+
+import pytest
+
+from host_agent.scheduling.pipeline.models import load_model
+
+
+def test_profile_sizes_say_what_is_wrong(tmp_path, capsys):
+    from emulation.cli import main
+    from host_agent.scheduling.profile.cli import parse_sizes
+
+    assert parse_sizes("8, 4,4,1,") == [1, 4, 8]
+    for text, want in (("0,4,8", "a microbatch size must be at least 1, not 0"),
+                       ("4,-2,8", "at least 1, not -2"), ("4,x", "'x' is not a whole number"),
+                       ("4,4", "at least two different sizes"), ("", "at least two different sizes")):
+        with pytest.raises(ValueError, match=want):
+            parse_sizes(text)
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "vgg-mini", "--quota", "none", "--sizes", "0,4,8", "--out", str(out)]) == 2
+    assert "--sizes=0,4,8: a microbatch size must be at least 1, not 0" in capsys.readouterr().err
+    assert not out.exists()
+
+
+TUPLE_MODEL = '''
+import torch
+from torch import nn
+from host_agent.scheduling.pipeline.models import ModelSpec
+
+
+class Pair(nn.Module):
+    def forward(self, x):
+        return (x, 2 * x)
+
+
+class Unpair(nn.Module):
+    def forward(self, t):
+        return t[0] + t[1]
+
+
+def spec():
+    return ModelSpec("tuple-act", lambda: nn.Sequential(nn.Linear(8, 8), Pair(), Unpair(), nn.Linear(8, 3)),
+                     lambda B, step: (torch.randn(B, 8), torch.randint(0, 3, (B,))),
+                     lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_a_layer_that_returns_a_tuple_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """Every child of the model's nn.Sequential is a place to cut, and a stage boundary carries
+    one tensor: the profiler says which layer breaks that (it failed inside its subprocess with
+    torch's traceback, "randn_like(): argument 'input' ... must be Tensor, not tuple")."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile.measure import NotOneTensor, check_layer_outputs
+
+    (tmp_path / "saatp_tuple_model_xyz.py").write_text(TUPLE_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(NotOneTensor, match=r"layer 1 \(Pair\) returns a tuple, not a tensor"):
+        check_layer_outputs(load_model("saatp_tuple_model_xyz:spec"), 2)
+    check_layer_outputs(load_model("vgg-mini"), 1)  # every layer of ours passes one tensor on
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "saatp_tuple_model_xyz:spec", "--stages", "2", "--quota", "none",
+                 "--sizes", "1,2", "--min-time", "0.001", "--no-calibrate", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "layer 1 (Pair) returns a tuple" in err and "stage boundary must carry one tensor" in err
+    assert "Traceback" not in err and not out.exists()
