@@ -182,7 +182,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=float, default=None, metavar="MB",
                    help="with --profile: per-stage memory limit; plans that do not fit are never returned")
     p.add_argument("--json", metavar="OUT", help="write the plan and the comparison as JSON")
-    p.add_argument("--plot", metavar="OUT.png", help="write a Gantt chart of the UMPIPE and GPipe plans")
+    p.add_argument("--plot", metavar="OUT.png", help="write a Gantt chart of the UMPIPE and GPipe plans (with "
+                   "--profile: of UMPIPE's plan and the best GPipe and 1F1B plans)")
+
+
+def dual_line(d) -> str:
+    """The dual/single-chromosome comparison (a ``family.DualCheck``) in two lines: DGAP's two
+    plans predicted by the evaluator of the plans above, then DGAP's own (fluid) figures.
+    Nothing is compared across the two models."""
+    how = "the CFS budget simulation" if d.evaluator == "cfs-simulation" else "the cost model"
+    return (f"dual chromosome (an independent backward plan; model only, the runtime cannot run it): DGAP's dual "
+            f"plan {d.dual_s * 1e3:.1f} ms vs its single-chromosome plan {d.single_s * 1e3:.1f} ms "
+            f"({_speedup(d.single_s, d.dual_s):+.1f}% for dual)\n"
+            f"  same DGAP search for both (the dual run starts from the single plan); both predicted by {how} "
+            f"like the plans above (whose local search on it goes further); on DGAP's own fluid recurrence "
+            f"{d.fluid_dual_s * 1e3:.1f} vs {d.fluid_single_s * 1e3:.1f} ms")
 
 
 def run_profile(args: argparse.Namespace) -> int:
@@ -191,15 +205,22 @@ def run_profile(args: argparse.Namespace) -> int:
     from . import family
 
     try:
-        prof = profile_costs.load(args.profile)
-        quotas = prof["stage_quotas"]
-        if args.slow:
-            base = [q for q in quotas]
-            quotas = stage_quotas(len(base), None, args.slow)
-            quotas = [q if q is not None else b for q, b in zip(quotas, base)]
-        cal = prof.get("calibration") or {}
-        B = args.batch or cal.get("B") or 64
-        costs = profile_costs.build(prof, B, quotas)
+        prof = profile_costs.load(args.profile)  # its errors name the file
+        try:
+            quotas = list(prof["stage_quotas"])
+            if args.slow:
+                base = [q for q in quotas]
+                quotas = stage_quotas(len(base), None, args.slow)
+                quotas = [q if q is not None else b for q, b in zip(quotas, base)]
+            cal = prof.get("calibration") or {}
+            B = args.batch or cal.get("B") or 64
+            try:
+                costs = profile_costs.build(prof, B, quotas)
+            except ValueError as e:
+                raise ValueError(f"{args.profile}: {e}") from None
+        except (KeyError, TypeError, IndexError, AttributeError) as e:  # a field missing or of the wrong kind
+            raise ValueError(f"{args.profile}: not a complete saatp profile ({type(e).__name__}: {e}); "
+                             f"rerun saatp profile") from None
         mm = args.mmax or 16
         limit = [args.memory_limit * 2**20] * costs.S if args.memory_limit else None
         fam = family.plan(costs, mmax=mm, limit=limit, seed=args.seed, pop=min(args.pop, 64),
@@ -219,15 +240,105 @@ def run_profile(args: argparse.Namespace) -> int:
         mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
         print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "
               f"{c.method}: {c.describe()}")
-    if fam.dual_fill_drain_s is not None and fam.fill_drain is not None:
-        print(f"dual-chromosome DGAP (independent backward plan, not executable by the runtime): "
-              f"{fam.dual_fill_drain_s * 1e3:.1f} ms vs single {fam.fill_drain.predicted_s * 1e3:.1f} ms")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas, memory_limit_mb=args.memory_limit,
-                           **fam.public()), fh, indent=1)
-        print(f"wrote {args.json}")
+    if fam.dual is not None:
+        print(dual_line(fam.dual))
+    try:
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas,
+                               memory_limit_mb=args.memory_limit, **fam.public()), fh, indent=1)
+            print(f"wrote {args.json}")
+        if args.plot:
+            if plot_family(costs, fam, args.plot, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
+                print(f"wrote {args.plot}")
+            else:
+                print(f"{args.plot}: not written (no plan fits)", file=sys.stderr)
+    except OSError as e:
+        print(f"saatp plan umpipe: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0 if fam.best is not None else 1
+
+
+def _steady(costs: PipelineCosts, c, i: int, record: bool = False):
+    """Candidate ``c``'s steady-state iteration at phase draw ``i`` of the CPU-quota stages'
+    periods, as :func:`..orders.expected_makespan` simulates it (the second of two iterations
+    a barrier apart; the prediction is the mean of these over draws)."""
+    from .. import orders as od
+
+    pl = od._Plan(costs, c.rows)
+    gap = 2 * max(max(pl.cf[s][0] for s in range(pl.S)), 0.0)  # as in orders.expected_makespan
+    bud = pl.bw.draw(i)
+    first = od._run(pl, "", None, c.orders, False, bud).makespan
+    return od._run(pl, "", None, c.orders, record, bud, offset=first + gap)
+
+
+def _steady_iteration(costs: PipelineCosts, c, draws: int = 8):
+    """(OrderResult with events, phase draw or None) of candidate ``c``: its iteration in the
+    event simulation that predicts it (:mod:`..orders`); for CPU-quota stages, of the first
+    ``draws`` phase draws, the one whose steady-state iteration is closest to the prediction."""
+    from ..orders import CpuBandwidth, schedule
+
+    if CpuBandwidth.of(costs) is None:
+        return schedule(costs, c.rows, orders=c.orders, record=True), None
+    i = min(range(draws), key=lambda i: abs(_steady(costs, c, i).makespan - c.predicted_s))
+    return _steady(costs, c, i, record=True), i
+
+
+def plot_family(costs: PipelineCosts, fam, path: str, title: str) -> bool:
+    """Gantt charts of UMPIPE's plan and the best GPipe and 1F1B plans (``--profile --plot``),
+    each op placed by the event simulation that predicts the plans (for CPU-quota stages a
+    steady-state iteration at a representative phase draw, see :func:`_steady_iteration`).
+    False (nothing written) when no plan fits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    plans = [(n, c) for n, c in (("UMPIPE", fam.best), ("GPipe, best M", fam.gpipe_best),
+                                 ("1F1B, best M", fam.f1b_best)) if c is not None and c.fits]
+    if not plans:
+        return False
+    sims = [_steady_iteration(costs, c) for _, c in plans]
+    S = costs.S
+    span = max(r.makespan for r, _ in sims) * 1e3
+    colors = {"F": "#4C72B0", "B": "#DD8452", "sendF": "#55A868", "sendB": "#C44E52", "tail": "#8172B2"}
+    fig, axes = plt.subplots(len(plans), 1, figsize=(13, 1.2 + 0.75 * S * len(plans)), squeeze=False)
+    for ax, (name, c), (r, draw) in zip(axes[:, 0], plans, sims):
+        last = [0.0] * S
+        for s, kind, j, a, b, size in r.events:
+            a, b = a * 1e3, b * 1e3
+            if kind in ("F", "B"):
+                y, h = S - 1 - s + 0.15, 0.6
+                last[s] = max(last[s], b)
+            else:
+                y, h = S - 1 - s - 0.05, 0.15
+            ax.broken_barh([(a, b - a)], (y, h), facecolors=colors[kind], edgecolors="white", linewidth=0.4)
+            if kind in ("F", "B") and (b - a) > span / 70:
+                ax.text((a + b) / 2, y + h / 2, str(size), ha="center", va="center", fontsize=6, color="white")
+        for s in range(S):  # the stage's work after its last op (optimizer step, bookkeeping)
+            if r.stage_end[s] * 1e3 > last[s]:
+                ax.broken_barh([(last[s], r.stage_end[s] * 1e3 - last[s])], (S - 1 - s + 0.15, 0.6),
+                               facecolors=colors["tail"], edgecolors="white", linewidth=0.4)
+        ax.set_yticks([S - 1 - s + 0.45 for s in range(S)])
+        ax.set_yticklabels([str(n) for n in costs.names], fontsize=8)
+        ax.set_xlim(0, span * 1.01)
+        shown = "" if draw is None else (f" (the mean over phase draws of the quota periods); shown: a steady-state "
+                                         f"iteration at draw {draw}, {r.makespan * 1e3:.1f} ms")
+        ax.set_title(f"{name}: {c.method}, predicted {c.predicted_s * 1e3:.1f} ms{shown}", fontsize=9, loc="left")
+        ax.set_xlabel("time (ms)", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    fig.legend(handles=[Patch(color=colors[k], label=l) for k, l in
+                        [("F", "forward (size)"), ("B", "backward (size)"), ("sendF", "send activations"),
+                         ("sendB", "send gradients"), ("tail", "after the last op (optimizer step, bookkeeping)")]],
+               fontsize=7, loc="lower center", ncol=5)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    try:
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..costmodel import PipelineCosts, equal_sizes
 from ..orders import PHASE_DRAWS, PRECISION, SEARCH_FIRST_DRAW, CpuBandwidth, expected_makespan, schedule
+from . import dual as dual_sim
 from .dgap import DGAP
 
 
@@ -281,21 +282,63 @@ def _family_search(costs, kind, mmax, limit, starts, evals, seed, top):
 
 
 @dataclass
+class DualCheck:
+    """What an independent backward plan (the dual chromosome) would buy, in the model only:
+    DGAP with one chromosome and DGAP with two (same population, generations and seed; the
+    dual run seeded with the single run's plan, so it can only improve on it in DGAP's own
+    model, the fluid recurrence), both final plans predicted by the evaluator of the
+    executable plans (:func:`evaluate`: the CFS budget simulation for CPU-quota stages;
+    :func:`.dual.expected_makespan` for the dual plan, identical on a tied plan). ``fluid_*``
+    are DGAP's own figures. Nothing here compares figures of two models."""
+
+    single_s: float
+    dual_s: float
+    single_rows: list[list[int]]
+    dual_forward_rows: list[list[int]]
+    dual_backward_rows: list[list[int]]
+    fluid_single_s: float
+    fluid_dual_s: float
+    evaluator: str  # "cfs-simulation" or "recurrence" (no CPU quotas: the event simulation is the recurrence)
+
+    def public(self) -> dict:
+        return dict(single_s=self.single_s, dual_s=self.dual_s, single_rows=self.single_rows,
+                    dual_forward_rows=self.dual_forward_rows, dual_backward_rows=self.dual_backward_rows,
+                    fluid_single_s=self.fluid_single_s, fluid_dual_s=self.fluid_dual_s, evaluator=self.evaluator)
+
+
+def compare_dual(costs: PipelineCosts, single, pop: int, gens: int, mmax: int, seed: int) -> DualCheck:
+    """:class:`DualCheck` for the single-chromosome DGAP result ``single`` (a ``dgap.Result``)."""
+    d = DGAP(pop=pop, gens=gens, mmax=mmax, dual=True, seed=seed).run(costs, seeds=[(single.X, None)])
+    srows = dual_sim.rows_of(single.X)
+    return DualCheck(single_s=evaluate(costs, srows, "fill-drain").predicted_s,
+                     dual_s=dual_sim.expected_makespan(costs, d.X, d.Y), single_rows=srows,
+                     dual_forward_rows=dual_sim.rows_of(d.X), dual_backward_rows=dual_sim.rows_of(d.Y),
+                     fluid_single_s=float(single.makespan), fluid_dual_s=float(d.makespan),
+                     evaluator="recurrence" if CpuBandwidth.of(costs) is None else "cfs-simulation")
+
+
+@dataclass
 class PlanFamily:
     best: Candidate | None  # UMPIPE: the fastest fitting unequal plan of either order family
     fill_drain: Candidate | None
     one_f_one_b: Candidate | None
     gpipe_best: Candidate | None
     f1b_best: Candidate | None
-    dual_fill_drain_s: float | None  # dual-chromosome DGAP's model time (not executable here)
+    dual: DualCheck | None = None  # dual- vs single-chromosome DGAP on one evaluator (model only)
     baselines: list[Candidate] = field(default_factory=list)
     top: list[Candidate] = field(default_factory=list)  # UMPIPE's best distinct plans, both families, fastest first
+
+    @property
+    def dual_fill_drain_s(self) -> float | None:
+        """Dual-chromosome DGAP's predicted time, by the evaluator of the plans above."""
+        return None if self.dual is None else self.dual.dual_s
 
     def public(self) -> dict:
         f = lambda c: None if c is None else c.public()
         return dict(umpipe=f(self.best), umpipe_fill_drain=f(self.fill_drain), umpipe_1f1b=f(self.one_f_one_b),
                     gpipe_best=f(self.gpipe_best), one_f_one_b_best=f(self.f1b_best),
                     dual_fill_drain_s=self.dual_fill_drain_s,
+                    dual_check=None if self.dual is None else self.dual.public(),
                     top=[dict(method=c.method, kind=c.kind, rows=c.rows, cap=c.cap, predicted_s=c.predicted_s)
                          for c in self.top],
                     baselines=[dict(method=c.method, predicted_s=c.predicted_s, fits=c.fits,
@@ -309,20 +352,22 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     Fill-drain: DGAP on the cost model's recurrence (fluid times), then -- like 1F1B -- local
     search scored by the event simulation (with the CFS budget for CPU-quota stages, which the
     recurrence does not model), seeded with the DGAP plan, every equal split and shaped rows.
-    ``top`` keeps the best distinct plans of both families (``PlanFamily.top``)."""
+    ``top`` keeps the best distinct plans of both families (``PlanFamily.top``). With
+    ``dual_check``, ``PlanFamily.dual`` says what an independent backward plan would buy
+    (:func:`compare_dual`; model only)."""
     mmax = min(mmax, costs.B)
     Ms = list(range(1, mmax + 1))
     g = equal_candidates(costs, "fill-drain", Ms, limit)
     o = equal_candidates(costs, "1f1b", Ms, limit)
     gb, ob = best_of(g), best_of(o)
     fds: list[Candidate] = []
-    dual_s = None
+    dual = None
     if gb is not None:  # fill-drain stashes all of B: if one fill-drain plan fits, all do
         res = DGAP(pop=pop, gens=gens, mmax=mmax, dual=False, seed=seed).run(costs)
         rows = [[int(v) for v in r if v > 0] for r in res.X]
         fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, 4 * top) or []
         if dual_check:
-            dual_s = float(DGAP(pop=pop, gens=gens, mmax=mmax, dual=True, seed=seed).run(costs).makespan)
+            dual = compare_dual(costs, res, pop, gens, mmax, seed)
     starts = [best_of(fds).rows] if fds else []
     ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, 4 * top) or []
     # the equal splits are plans of the family too: never worse than them in the model (they
@@ -343,7 +388,7 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     safe = best_of(eq)
     if top >= 2 and safe is not None and not any(c.kind == safe.kind and c.rows == safe.rows for c in tops):
         tops = sorted(tops[:top - 1] + [as_umpipe(safe)], key=lambda c: c.predicted_s)
-    return PlanFamily(best, fd, of, gb, ob, dual_s, g + o, tops)
+    return PlanFamily(best, fd, of, gb, ob, dual, g + o, tops)
 
 
 def _measurable(costs, c: Candidate) -> bool:

@@ -1,5 +1,6 @@
 """UMPIPE as an executable plan family: both order families, memory limits enforced."""
 
+import numpy as np
 import pytest
 
 from host_agent.scheduling.costmodel import PipelineCosts
@@ -129,3 +130,60 @@ def test_the_best_equal_split_is_among_the_plans_to_measure():
     safe = min((fam.gpipe_best, fam.f1b_best), key=lambda x: x.predicted_s)
     assert any(x.kind == safe.kind and x.rows == safe.rows for x in fam.top)
     assert [x.predicted_s for x in fam.top] == sorted(x.predicted_s for x in fam.top)
+
+
+def _random_instance(rng, cfs: bool):
+    from host_agent.scheduling.umpipe.dgap import _random_row
+    S, B = int(rng.integers(2, 6)), int(rng.integers(4, 40))
+    c = PipelineCosts.from_arrays(B, rng.uniform(1e-3, 5e-3, S), rng.uniform(1e-4, 1e-3, S),
+                                  knee=list(rng.integers(1, 4, S)), send_lat=float(rng.uniform(0, 1e-3)),
+                                  send_beta=float(rng.uniform(0, 1e-4)), tail=float(rng.uniform(0, 5e-3)))
+    if cfs:
+        c.info["cfs"] = dict(quota=[float(q) if q < 0.9 else None for q in rng.uniform(0.1, 1.0, S)], period_s=0.01)
+    rand = lambda: np.stack([_random_row(rng, B, B, 8) for _ in range(S)])
+    return c, rand
+
+
+def test_a_dual_plan_is_scored_by_the_evaluator_of_the_executable_plans():
+    """umpipe.dual: on a tied plan (backward = mirror(forward)) it is the executable plans'
+    evaluator (the CFS budget simulation), to the last bit; without CPU quotas, on any dual
+    plan, the recurrence DGAP optimises."""
+    from host_agent.scheduling.costmodel import makespan, mirror
+    from host_agent.scheduling.orders import expected_makespan, fill_drain_orders
+    from host_agent.scheduling.umpipe import dual
+
+    rng = np.random.default_rng(0)
+    for t in range(60):
+        c, rand = _random_instance(rng, cfs=t % 2 == 1)
+        X, Y = rand(), rand()
+        rows = dual.rows_of(X)
+        assert dual.expected_makespan(c, X, mirror(X)) == expected_makespan(c, rows, fill_drain_orders(rows))
+        if "cfs" not in c.info:
+            assert dual.expected_makespan(c, X, Y) == pytest.approx(float(makespan(c, X, Y)), rel=1e-12)
+    with pytest.raises(ValueError, match="backward microbatch sizes"):
+        dual.expected_makespan(c, X, [[1]] * c.S)
+
+
+def test_the_dual_and_single_chromosome_plans_are_compared_on_one_evaluator():
+    """The dual/single comparison of ``saatp plan umpipe --profile``: both DGAP plans predicted
+    by the CFS simulation the family's plans are scored with (until 2026-11-27 the dual figure
+    was the fluid recurrence's, 1.7-2.6x the simulation's on calibrated profiles, printed
+    beside the simulation's single figure)."""
+    from host_agent.scheduling.umpipe import dual
+
+    c = _costs()
+    c.info["cfs"] = dict(quota=[0.3, 0.15, 0.3, 0.3], period_s=0.01)
+    fam = family.plan(c, mmax=8, pop=16, gens=10, evals=100, top=3)
+    d = fam.dual
+    assert d is not None and d.evaluator == "cfs-simulation"
+    assert d.single_s == family.evaluate(c, d.single_rows, "fill-drain").predicted_s
+    assert d.dual_s == dual.expected_makespan(c, d.dual_forward_rows, d.dual_backward_rows)
+    assert fam.dual_fill_drain_s == d.dual_s and fam.public()["dual_check"]["dual_s"] == d.dual_s
+    # the dual run starts from the single plan: never worse on DGAP's own model
+    assert d.fluid_dual_s <= d.fluid_single_s * (1 + 1e-12)
+    # and the evaluator is not the fluid model DGAP optimises
+    assert d.single_s != pytest.approx(d.fluid_single_s, rel=0.01)
+    assert family.plan(c, mmax=8, pop=16, gens=5, evals=50, dual_check=False).dual is None
+    c.info.pop("cfs")
+    d = family.plan(c, mmax=8, pop=16, gens=10, evals=100, top=3).dual
+    assert d.evaluator == "recurrence" and d.dual_s == pytest.approx(d.fluid_dual_s, rel=1e-12)

@@ -1,0 +1,84 @@
+"""``saatp plan umpipe --profile``: the dual/single-chromosome comparison on one evaluator,
+``--plot``, and errors that name the profile."""
+
+import pytest
+
+from host_agent.scheduling.profile import costs
+
+
+def _layer(fa, fb, knee=0.0, out=100.0, stash=400.0, params=1000.0):
+    mk = lambda a, b: dict(alpha=a, beta=b, knee=knee, max_rel_err=0.0)
+    return dict(name="L", fit_fwd=mk(fa, fb), fit_bwd=mk(2 * fa, 2 * fb), opt=1e-4, param_bytes=params,
+                out_bytes_per_sample=out, stash_bytes_per_sample=stash, fwd={}, bwd={})
+
+
+def _profile():
+    """A profile of six layers on two stages with CPU quotas (as in test_profile)."""
+    layers = [_layer(1e-4, w * 1e-4) for w in (1, 5, 1, 1, 5, 1)]
+    return dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=1e-4, layers=layers),
+                link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.5, 0.25])
+
+
+def test_plan_umpipe_prints_the_dual_comparison_on_one_evaluator_and_writes_the_plot(tmp_path, capsys):
+    """The dual/single line compares figures of one model (the JSON holds the same ones), and
+    ``--plot`` writes a figure with ``--profile`` (it was silently ignored)."""
+    import json
+    import re
+
+    from host_agent.scheduling.umpipe import cli
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(_profile()))
+    out, png = tmp_path / "plan.json", tmp_path / "plan.png"
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
+                     "--json", str(out), "--plot", str(png)]) == 0
+    text = capsys.readouterr().out
+    plan = json.loads(out.read_text())
+    d = plan["dual_check"]
+    assert d["evaluator"] == "cfs-simulation" and plan["dual_fill_drain_s"] == d["dual_s"]
+    m = re.search(r"dual plan ([\d.]+) ms vs its single-chromosome plan ([\d.]+) ms", text)
+    assert m and (float(m[1]), float(m[2])) == (round(d["dual_s"] * 1e3, 1), round(d["single_s"] * 1e3, 1))
+    m = re.search(r"fluid recurrence ([\d.]+) vs ([\d.]+) ms", text)
+    assert m and (float(m[1]), float(m[2])) == (round(d["fluid_dual_s"] * 1e3, 1), round(d["fluid_single_s"] * 1e3, 1))
+    assert f"wrote {png}" in text and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the plot shows iterations of the simulation that made the predictions
+    from host_agent.scheduling.orders import expected_makespan
+    from host_agent.scheduling.umpipe import family
+    c = costs.build(_profile(), 16, [0.5, 0.25])
+    fam = family.plan(c, mmax=8, pop=8, gens=3, evals=50, dual_check=False)
+    u = fam.best
+    assert sum(cli._steady(c, u, i).makespan for i in range(8)) / 8 == pytest.approx(
+        expected_makespan(c, u.rows, u.orders, draws=8, precision=None), rel=1e-12)
+    r, i = cli._steady_iteration(c, u)
+    assert r.events and r.makespan == cli._steady(c, u, i).makespan
+    # --single: no dual run, no line
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
+                     "--single", "--json", str(out)]) == 0
+    assert "dual" not in capsys.readouterr().out and json.loads(out.read_text())["dual_check"] is None
+    # a plot that cannot be written: the error, not a traceback
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
+                     "--single", "--plot", str(tmp_path / "no" / "such" / "dir.png")]) == 2
+    assert "dir.png: No such file or directory" in capsys.readouterr().err
+
+
+def test_plan_umpipe_names_the_profile_in_its_errors(tmp_path, capsys):
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"model": "x"\n')
+    assert cli.main(["--profile", str(bad)]) == 2
+    assert f"{bad}:2:1:" in capsys.readouterr().err
+    part = tmp_path / "partial.json"
+    p = _profile()
+    del p["stage_quotas"]
+    part.write_text(json.dumps(p))
+    assert cli.main(["--profile", str(part)]) == 2
+    err = capsys.readouterr().err
+    assert f"{part}: not a complete saatp profile" in err and "stage_quotas" in err
+    p = _profile()
+    del p["cpu"]["layers"][0]["fit_fwd"]
+    part.write_text(json.dumps(p))
+    assert cli.main(["--profile", str(part), "--batch", "16"]) == 2
+    assert f"{part}: not a complete saatp profile (KeyError: 'fit_fwd')" in capsys.readouterr().err
