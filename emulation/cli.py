@@ -206,6 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Ctrl-C ends it with status 130 and one line instead of a traceback
+    (a run directory it leaves behind is named by :func:`host_agent.scheduling.run_dirs.run_dir`)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as e:
+        if not getattr(e, "run_dir_left", None):
+            print("saatp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["switch"]:
         # the switch process keeps simple_switch_grpc's own command-line shape

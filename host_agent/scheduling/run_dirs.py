@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,7 +14,13 @@ from contextlib import contextmanager
 def run_dir(prefix: str, keep: str | None = None) -> Iterator[str]:
     """``keep`` (created if needed, left in place), else a fresh directory under the system's
     temporary directory that is removed when the run succeeds and left for its logs when it
-    fails (the error names what failed; the logs hold the rest), unless it is still empty."""
+    fails or is interrupted, unless it is still empty.
+
+    A directory left behind is always named: by the error when it says where the logs are
+    (``RankProcesses`` does), else by one line on stderr. That covers Ctrl-C
+    (``KeyboardInterrupt``) and SIGTERM (the commands turn it into ``SystemExit(143)``); the
+    exception then carries the path as ``run_dir_left`` so that the command line need not
+    name it again."""
     if keep is not None:
         os.makedirs(keep, exist_ok=True)
         yield keep
@@ -21,8 +28,15 @@ def run_dir(prefix: str, keep: str | None = None) -> Iterator[str]:
     d = tempfile.mkdtemp(prefix=prefix)
     try:
         yield d
-    except BaseException:
+    except BaseException as e:
         if not os.listdir(d):  # failed before writing anything: nothing to look at
             os.rmdir(d)
+        elif d not in str(e):
+            what = "was interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed"
+            print(f"saatp: the run {what}; its configs and logs are left in {d}", file=sys.stderr)
+            try:
+                e.run_dir_left = d
+            except AttributeError:  # an exception type that takes no attributes
+                pass
         raise
     shutil.rmtree(d, ignore_errors=True)
