@@ -16,7 +16,6 @@ import time
 
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, load_model
-from . import costs
 from .calibrate import calibrate_split
 from .fit import fit_knee, fit_line
 from .link import measure_link

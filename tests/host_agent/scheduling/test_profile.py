@@ -1,6 +1,5 @@
 """The profiler's fits, the profile -> cost model step and the calibration fit."""
 
-import numpy as np
 import pytest
 
 from host_agent.scheduling.costmodel import equal_sizes
@@ -53,10 +52,11 @@ def test_choose_cuts_is_the_best_contiguous_split():
     assert costs.op_cpu(prof) == pytest.approx(0.003)
 
 
-def test_among_splits_tied_on_the_slowest_stage_the_next_slowest_decides():
+def test_among_splits_tied_on_the_slowest_stage_the_most_even_wins():
     """A small model: the fixed op cost outweighs every layer, so the slow-quota stage is the
-    bottleneck of every split that gives it one layer; the split must still balance the
-    other stages (they are the pipeline's fill and drain)."""
+    bottleneck of every split that gives it one or two layers; among the splits whose slowest
+    stage is within TIE_REL of the least, the least sum of squared stage times wins (the
+    other stages are the pipeline's fill and drain)."""
     from itertools import combinations
     layers = [_layer(1e-6, 1e-6) for _ in range(9)]
     prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
@@ -65,17 +65,19 @@ def test_among_splits_tied_on_the_slowest_stage_the_next_slowest_decides():
 
     def times(c):
         bounds = [0, *c, len(layers)]
-        return sorted(((sum(float(costs.layer_time(layers, i, B)) for i in range(lo, hi))
-                        + 2 * 4 * costs.DEFAULT_OP_CPU_S) / q for q, lo, hi in zip(quotas, bounds, bounds[1:])),
-                      reverse=True)
+        return [(sum(float(costs.layer_time(layers, i, B)) for i in range(lo, hi))
+                 + 2 * 4 * costs.DEFAULT_OP_CPU_S) / q for q, lo, hi in zip(quotas, bounds, bounds[1:])]
 
     every = [list(c) for c in combinations(range(1, len(layers)), 3)]
-    slowest = min(times(c)[0] for c in every)
-    assert sum(1 for c in every if times(c)[0] == pytest.approx(slowest, rel=1e-9)) >= 7  # tied on it
+    slowest = min(max(times(c)) for c in every)
+    near = [c for c in every if max(times(c)) <= slowest * (1 + costs.TIE_REL)]
+    assert len(near) > 10  # many splits are tied on the slowest stage
     cuts = costs.choose_cuts(prof, quotas, B)
-    assert times(cuts) == pytest.approx(min(times(c) for c in every), rel=1e-9)  # the lexicographic best
+    assert cuts in near
+    assert sum(t * t for t in times(cuts)) == pytest.approx(min(sum(t * t for t in times(c)) for c in near))
     bounds = [0, *cuts, len(layers)]
-    assert [b - a for a, b in zip(bounds, bounds[1:])] in ([3, 1, 3, 2], [3, 1, 2, 3], [2, 1, 3, 3])
+    sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+    assert max(sizes[0], sizes[2], sizes[3]) - min(sizes[0], sizes[2], sizes[3]) <= 1  # the 0.3-CPU stages even
 
 
 def test_build_turns_cpu_seconds_into_fluid_times_and_carries_the_cfs_budget():
