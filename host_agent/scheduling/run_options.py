@@ -7,6 +7,7 @@ SIGTERM handling."""
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from dataclasses import dataclass
@@ -25,6 +26,26 @@ class QuotaRunOptions:
     seed: int = 0
     cgroups: bool = True
     timeout_s: float = 120.0
+
+    def check_run_options(self, rank: str) -> None:
+        """ValueError naming the field (its option) and the value when a base quota is not a
+        positive number of CPUs or the time-out is not positive; ``rank`` names a rank
+        ("worker", "process")."""
+        for r, q in enumerate(self.base_quotas):
+            try:
+                ok = math.isfinite(float(q)) and float(q) > 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"base quota of {rank} {r} (--quotas) must be > 0 CPUs, got {q!r}")
+        require("timeout_s", self.timeout_s, self.timeout_s > 0, "> 0")
+
+
+def require(name: str, value, ok: bool, want: str, option: str | None = None) -> None:
+    """ValueError ``"NAME (OPTION) must be WANT, got VALUE"`` unless ``ok``: one check, named,
+    with the value that failed it (a NaN fails every comparison, so it fails here too)."""
+    if not ok:
+        raise ValueError(f"{name}{f' ({option})' if option else ''} must be {want}, got {value!r}")
 
 
 def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: str) -> None:
@@ -51,7 +72,11 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
 def run_options_from(args: argparse.Namespace) -> dict:
     """The :class:`QuotaRunOptions` fields the options of :func:`add_run_options` give
     (``timeout_s`` keeps its default); ValueError when ``--quotas`` holds a non-number."""
-    return dict(base_quotas=tuple(float(q) for q in args.quotas.split(",")), trace=args.trace,
+    try:
+        quotas = tuple(float(q) for q in args.quotas.split(","))
+    except ValueError:
+        raise ValueError(f"--quotas must be comma-separated CPU quotas (e.g. 0.3,0.2), got {args.quotas!r}") from None
+    return dict(base_quotas=quotas, trace=args.trace,
                 trace_seed=args.trace_seed, backend=args.backend, seed=args.seed, cgroups=not args.no_cgroups)
 
 

@@ -59,11 +59,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"saatp train groups: {e}", file=sys.stderr)
         return 2
     print(f"budget {res['budget']:.4g} per batch; load average {res['load_avg'][0]:.1f}")
-    print(f"{'method':12s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'re-plans':>8s} "
-          f"{'group diff':>10s}")
+    print(f"{'method':12s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'reacted':>7s} "
+          f"{'re-plans':>8s} {'group diff':>10s}")
     for m, r in res["runs"].items():
         print(f"{m:12s} {r['mean_batch_s'] * 1e3:9.1f} {r['cost_over_budget']:12.3f} {r['final_test_acc']:6.3f} "
-              f"{r['migrations']:10d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
+              f"{r['migrations']:10d} {r['reactions']:7d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
+    if args.react:
+        print("reacted: slots in which a method decided again after the slot's first iteration (it showed a speed "
+              "jump); re-plans: those in which it then changed its plan")
     for m, v in res.get("lyapunov_vs", {}).items():
         r = v["batch_time_reduction"] * 100
         print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x); "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import time
 from contextlib import nullcontext
@@ -28,7 +29,8 @@ import torch
 from .. import digits
 from ..rank_processes import RankProcesses, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions
+from ..run_options import QuotaRunOptions, require
+from .checks import check_model_on_data
 from .costs import profile_layers
 from .plan import ExecPlan
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
@@ -66,10 +68,24 @@ class GroupsConfig(QuotaRunOptions):
                 raise ValueError(f"unknown planner {m!r}; known: {', '.join(METHODS)}")
         if self.budget_ref not in BUDGET_REFS:
             raise ValueError(f"unknown budget reference {self.budget_ref!r}; known: {', '.join(BUDGET_REFS)}")
+        # one check at a time, each naming the field (its command-line option) and the value
+        if self.world < 1:
+            raise ValueError(f"the run needs at least 1 process (one per --quotas value), got {self.world}")
         if len(self.base_quotas) != self.world:
             raise ValueError(f"{self.world} processes need {self.world} base quotas, got {len(self.base_quotas)}")
-        if self.slots < 1 or self.iters < 1 or self.world < 1 or self.hold < 1:
-            raise ValueError("slots, iters, hold and world must be >= 1")
+        self.check_run_options("process")
+        for name, option, ok, want in (
+                ("slots", "--slots", self.slots >= 1, ">= 1"),
+                ("iters", "--iters", self.iters >= 1, ">= 1"),
+                ("hold", "--hold", self.hold >= 1, ">= 1"),
+                ("B", "--batch", self.B >= 1, ">= 1"),
+                ("budget_frac", "--budget-frac", self.budget_frac > 0, "> 0 (a fraction of the reference's cost)"),
+                ("lr", "--lr", self.lr > 0, "> 0"),
+                ("V", "--V", self.V >= 0, ">= 0"),
+                ("momentum", None, 0 <= self.momentum < 1, "in [0, 1)"),
+                ("gmax", None, self.gmax >= 1, ">= 1")):
+            value = getattr(self, name)
+            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
 
 
 def part_times(meas: list[dict], plan: ExecPlan) -> tuple[list[float], float, int]:
@@ -101,9 +117,13 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
     while True:
         if all(store.check([k]) for k in keys):
             return
-        dead = ranks.exited()
-        if dead:
-            raise RuntimeError(f"worker(s) {dead} exited")
+        if ranks.exited():
+            # a rank's failure is usually every rank's (the same model, data and code): give the
+            # others a moment, so that the message names all that exited, not the first
+            t_end = time.monotonic() + 2.0
+            while time.monotonic() < t_end and len(ranks.exited()) < len(ranks.procs):
+                time.sleep(0.05)
+            raise RuntimeError(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited")
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {keys}")
         time.sleep(0.01)
@@ -123,10 +143,11 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     data = digits.dataset_from(cfg.data)
     torch.manual_seed(1)
     layers = digits.sequential_from(cfg.model)
+    check_model_on_data(layers, data, cfg.model)  # here, not in every worker after start-up
+    quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed,
+                                   noun="processes"), cfg.hold, axis=0)[:cfg.slots]
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
-    quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed),
-                       cfg.hold, axis=0)[:cfg.slots]
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp
     store, port = host_store(cfg.world + 1, cfg.timeout_s)
     cg = SlotQuotas(cfg.world, run_prefix("groups")) if cfg.cgroups else None
@@ -192,8 +213,10 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                 meas = command({"kind": "slot", "method": m, "plan": plan.to_dict(),
                                 "iters": 1 if split else cfg.iters, "gather": not split})
                 first = None
+                seen_first = None  # each process's speed as the slot's first iteration measured it
                 if split:
-                    active_jumped = jumped(est[m].speed, est[m].implied_speeds(meas, plan), plan.active)
+                    seen_first = est[m].implied_speeds(meas, plan)
+                    active_jumped = jumped(est[m].speed, seen_first, plan.active)
                     t0 = time.perf_counter()
                     again = None if m == "script" else react(pl, est[m], plan, meas, model_bytes, cfg.world)
                     decide_s += time.perf_counter() - t0
@@ -241,6 +264,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                                    phases={r: meas[r]["phases"] for r in act},
                                    sync_bw=est[m].sync_bw, mig_bw=est[m].mig_bw,
                                    speeds_measured=seen, quota_moved=qmoved, speeds_seen=est[m].speed.tolist(),
+                                   # decided again after the first iteration (its plan may be kept:
+                                   # then replanned_from is None)
+                                   reacted=bool(first), speeds_first=seen_first,
                                    replanned_from=first["plan"].to_dict() if first and first["plan"] != plan else None))
                 cur[m] = plan
                 final[m] = params[0]
@@ -274,6 +300,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        mean_active=float(np.mean([sum(len(g["ranks"]) for g in s["plan"]["groups"]) for s in slots])),
                        final_test_acc=slots[-1]["test_acc"], max_group_diff=max(s["max_group_diff"] for s in slots),
                        migrations=sum(1 for s in slots if s["migration_moves"]),
+                       reactions=sum(1 for s in slots if s.get("reacted")),
                        replans=sum(1 for s in slots if s.get("replanned_from")),
                        migration_s=float(sum(s["migration_s"] for s in slots)),
                        train_s=float(sum(cfg.iters * float(np.mean(s["batch_s"])) + s["migration_s"] for s in slots)),

@@ -33,20 +33,60 @@ def generated_factors(slots: int, n: int, seed: int = 0, p: float = 0.12, factor
     return Combined(tuple(models)).factors(slots, n)
 
 
-def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None) -> np.ndarray:
+def _row_lines(path: str, n_rows: int) -> list[int | None]:
+    """The line number of each data row of a trace CSV, as :func:`~..workloads.read_slot_csv`
+    reads it (blank and ``#`` lines skipped, the first other line the header)."""
+    with open(path, newline="") as fh:
+        lines = [i + 1 for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")][1:]
+    return lines if len(lines) == n_rows else [None] * n_rows
+
+
+_warned: set = set()  # the rows already warned about (a CGP run reads its trace once per method)
+
+
+def _warn_clamped(path: str, low: list[tuple]) -> None:
+    """One line per trace row whose quota the kernel's minimum raises (the first 5, then a
+    count), each row once per process."""
+    fresh = [x for x in low if (os.path.abspath(path), x) not in _warned]
+    _warned.update((os.path.abspath(path), x) for x in fresh)
+    for ln, s, d, what in fresh[:5]:
+        print(f"warning: {path}{'' if ln is None else f':{ln}'}: slot {s}, device {d}: {what} CPUs is "
+              f"below {MIN_QUOTA} CPUs and runs at {MIN_QUOTA} (the kernel needs >= 1 ms per 10 ms period)",
+              file=sys.stderr)
+    if len(fresh) > 5:
+        print(f"warning: {path}: {len(fresh) - 5} more rows below {MIN_QUOTA} CPUs run at {MIN_QUOTA}",
+              file=sys.stderr)
+
+
+def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None,
+                  noun: str = "processes") -> np.ndarray:
     """[slots, n] slowdown factors of a trace CSV: ``slot,device,factor`` as written, or
-    ``slot,device,quota`` (CPUs; needs ``base``) as ``base[device] / quota``."""
+    ``slot,device,quota`` (CPUs; needs ``base``) as ``base[device] / quota``. ValueError with
+    ``path:line`` for a device the run does not have (``n`` ``noun``) or a (slot, device) given
+    twice; with ``base``, a warning on stderr names each row whose quota is below the kernel's
+    minimum (:data:`MIN_QUOTA`, where :func:`quota_matrix` clamps it)."""
     kind, rows = read_slot_csv(path, ("factor", "quota"))
+    lines = _row_lines(path, len(rows))
+    seen: dict[tuple[int, int], int | None] = {}
+    for (s, d, _), ln in zip(rows, lines):
+        at = path if ln is None else f"{path}:{ln}"
+        if d >= n:
+            have = "device 0" if n == 1 else f"devices 0-{n - 1}"
+            raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {noun} ({have})")
+        if (s, d) in seen:
+            also = "" if seen[(s, d)] is None else f" (also on line {seen[(s, d)]})"
+            raise ValueError(f"{at}: slot {s}, device {d} is given twice{also}")
+        seen[(s, d)] = ln
+    if kind == "quota" and base is None:
+        raise ValueError(f"{path}: a quota trace needs the base quotas")
+    if base is not None:
+        if kind == "quota":
+            low = [(ln, s, d, f"quota {x:g}") for (s, d, x), ln in zip(rows, lines) if x < MIN_QUOTA - 1e-9]
+        else:
+            low = [(ln, s, d, f"base {float(base[d]):g} / factor {x:g} = {float(base[d]) / x:.3g}")
+                   for (s, d, x), ln in zip(rows, lines) if float(base[d]) / x < MIN_QUOTA - 1e-9]
+        _warn_clamped(path, low)
     if kind == "quota":
-        if base is None:
-            raise ValueError(f"{path}: a quota trace needs the base quotas")
-        low = sorted({q for _, _, q in rows if q < MIN_QUOTA})
-        if low:
-            print(f"warning: {path}: quotas {low} below {MIN_QUOTA} CPUs run at {MIN_QUOTA} "
-                  "(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
-        for _, d, _ in rows:
-            if d >= n:
-                raise ValueError(f"{path}: trace names device {d} but there are {n} processes")
         rows = [(s, d, float(base[d]) / q) for s, d, q in rows]
     return TraceReplay(tuple(rows), loop=True).factors(slots, n)
 
@@ -60,11 +100,13 @@ def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
     return np.maximum(base[None, :] / factors, MIN_QUOTA)
 
 
-def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0) -> np.ndarray:
+def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0,
+                noun: str = "processes") -> np.ndarray:
     """[slots, n] CPUs per process per slot: ``base`` slowed down by the factors of the trace
-    CSV ``trace`` (or set to its quotas) or, without one, generated from ``seed``."""
+    CSV ``trace`` (or set to its quotas) or, without one, generated from ``seed``; ``noun``
+    names the ranks in errors."""
     n = len(base)
-    factors = trace_factors(trace, slots, n, base) if trace else generated_factors(slots, n, seed)
+    factors = trace_factors(trace, slots, n, base, noun) if trace else generated_factors(slots, n, seed)
     return quota_matrix(base, factors)
 
 

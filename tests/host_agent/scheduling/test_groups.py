@@ -146,6 +146,133 @@ def test_a_quota_that_falls_at_a_slots_start_is_answered_inside_the_slot(tmp_pat
     before = slots[1]["replanned_from"]
     assert before is not None and before != slots[1]["plan"]  # a new plan after the first iteration
     assert len(slots[1]["batch_s"]) == 3 and all(s["max_group_diff"] == 0.0 and s["finite"] for s in slots)
+    assert slots[1]["reacted"]  # it decided again inside the slot
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_a_quota_drop_is_seen_in_a_first_iteration_shorter_than_a_cfs_period(tmp_path, monkeypatch):
+    """A tiny model: an iteration takes ~1 ms of CPU, far less than the 10 ms CFS period, so the
+    slot's first one runs at full speed on what the period before the drop left. Its compute
+    time is taken at the quota's pace (the process's CPU seconds over its quota), so the drop
+    shows in it all the same and the method decides again inside the slot."""
+    import sys
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    mod = tmp_path / "tiny_model.py"
+    mod.write_text("from torch import nn\n"
+                   "def mlp():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10))\n")
+    monkeypatch.chdir(tmp_path)  # MODULE:FN is found in the current directory, by the workers too
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tiny_model", raising=False)
+    trace = tmp_path / "fall.csv"
+    trace.write_text("slot,device,quota\n1,0,0.1\n")  # slot 1: process 0 drops from 0.6 to 0.1 CPU
+    cfg = GroupsConfig(methods=("lbbsp",), model="tiny_model:mlp", world=2, base_quotas=(0.6, 0.3), slots=2,
+                       iters=3, B=64, trace=str(trace))
+    slots = run(cfg)["runs"]["lbbsp"]["slots"]
+    before, first = slots[0]["speeds_seen"][0], slots[1]["speeds_first"][0]
+    assert first is not None and first < before / 1.4  # the first iteration's measurement shows the drop
+    assert slots[1]["reacted"] and slots[1]["quota_moved"]
+
+
+def test_a_factor_trace_warns_for_each_row_the_kernels_minimum_raises(tmp_path, capsys):
+    from host_agent.scheduling.groups.quotas import MIN_QUOTA, quota_trace
+    p = tmp_path / "f3.csv"
+    p.write_text("slot,device,factor\n0,2,3\n1,0,2.5\n# comment\n2,1,4\n")
+    q = quota_trace([0.3, 0.25, 0.1], 3, str(p), noun="workers")
+    assert q[0, 2] == MIN_QUOTA and q[2, 1] == MIN_QUOTA and q[1, 0] == pytest.approx(0.12)  # clamped as before
+    err = capsys.readouterr().err
+    assert f"{p}:2: slot 0, device 2: base 0.1 / factor 3 = 0.0333 CPUs is below 0.1 CPUs" in err
+    assert f"{p}:5: slot 2, device 1: base 0.25 / factor 4 = 0.0625 CPUs is below 0.1" in err
+    assert "slot 1" not in err  # 0.3 / 2.5 = 0.12 CPUs runs as given
+    quota_trace([0.3, 0.25, 0.1], 3, str(p), noun="workers")
+    assert capsys.readouterr().err == ""  # each row once (a CGP run reads its trace once per method)
+    p.write_text("slot,device,factor\n0,0,3\n")
+    quota_trace([0.3, 0.3], 2, str(p))  # 0.3 / 3 is 0.1 up to rounding: no warning
+    assert capsys.readouterr().err == ""
+
+
+def test_a_trace_names_its_file_and_line_for_a_missing_device_or_a_repeated_row(tmp_path):
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "t.csv"
+    p.write_text("slot,device,factor\n0,2,3\n2,3,4\n")
+    with pytest.raises(ValueError, match=r"t.csv:3: the trace names device 3, but the run has 3 workers "
+                                         r"\(devices 0-2\)"):
+        quota_trace([0.3, 0.25, 0.2], 3, str(p), noun="workers")
+    with pytest.raises(ValueError, match=r"the run has 1 processes \(device 0\)"):
+        quota_trace([0.3], 3, str(p))
+    for kind, v in (("factor", "2"), ("quota", "0.2")):
+        p.write_text(f"slot,device,{kind}\n0,0,{v}\n\n1,0,{v}\n0,0,{v}\n")
+        with pytest.raises(ValueError, match=r"t.csv:5: slot 0, device 0 is given twice \(also on line 2\)"):
+            quota_trace([0.3, 0.3], 3, str(p))
+
+
+def test_the_run_options_are_checked_one_by_one_with_the_value():
+    from host_agent.scheduling.groups.executor import GroupsConfig
+    for kw, msg in ((dict(budget_frac=0.0), r"budget_frac \(--budget-frac\) must be > 0 .*got 0.0"),
+                    (dict(budget_frac=-1.0), r"budget_frac \(--budget-frac\) must be > 0 .*got -1.0"),
+                    (dict(budget_frac=float("nan")), r"budget_frac .*got nan"),
+                    (dict(budget_frac=float("inf")), r"budget_frac .*got inf"),
+                    (dict(B=0), r"B \(--batch\) must be >= 1, got 0"),
+                    (dict(lr=0.0), r"lr \(--lr\) must be > 0, got 0.0"),
+                    (dict(V=-1.0), r"V \(--V\) must be >= 0, got -1.0"),
+                    (dict(iters=0), r"iters \(--iters\) must be >= 1, got 0"),
+                    (dict(hold=0), r"hold \(--hold\) must be >= 1, got 0"),
+                    (dict(base_quotas=(0.3, -0.1, 0.2, 0.2)),
+                     r"base quota of process 1 \(--quotas\) must be > 0 CPUs, got -0.1")):
+        with pytest.raises(ValueError, match=msg):
+            GroupsConfig(cgroups=False, **kw)
+    GroupsConfig(cgroups=False, budget_frac=0.5, V=0.0)
+
+
+def test_a_model_too_narrow_for_the_labels_is_refused_before_any_process_starts():
+    from host_agent.scheduling.groups.checks import check_model_on_data
+    data = digits.Dataset(torch.randn(20, 5), torch.arange(20) % 3, torch.randn(6, 5), torch.arange(6) % 3)
+    assert check_model_on_data(torch.nn.Sequential(torch.nn.Linear(5, 3)), data, "m:ok") == 3
+    with pytest.raises(ValueError, match=r"model m:two gives 2 outputs per sample, but the data set's labels go up "
+                                         r"to 2 \(3 classes, 0-2\): its last layer needs at least 3 outputs"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(5, 2)), data, "m:two")
+    with pytest.raises(ValueError, match=r"model m:wide fails on the data set's inputs \(a batch of shape \[4, 5\]\)"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(7, 3)), data, "m:wide")
+    with pytest.raises(ValueError, match=r"one row of class scores per sample"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.Flatten(0)), data, "m:flat")
+    bn = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
+    check_model_on_data(bn, data, "m:bn")
+    assert bn.training and bn[1].num_batches_tracked == 0  # no statistics taken, the mode restored
+
+
+def test_the_executor_refuses_a_model_too_narrow_for_the_labels_in_the_parent(tmp_path, monkeypatch):
+    import sys
+    import time
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    mod = tmp_path / "narrow_model.py"
+    mod.write_text("from torch import nn\n"
+                   "def mlp():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "narrow_model", raising=False)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match=r"gives 4 outputs per sample, but the data set's labels go up to 9"):
+        run(GroupsConfig(model="narrow_model:mlp", cgroups=False))
+    assert time.monotonic() - t0 < 30  # no process was started
+
+
+def test_a_failed_worker_is_reported_with_every_rank_that_exited():
+    from host_agent.scheduling.groups.executor import _wait_all
+
+    class Store:
+        def check(self, keys):
+            return False
+
+    class Ranks:
+        procs = [None] * 4
+        calls = 0
+
+        def exited(self):  # rank 3 exits first, the others a moment later
+            self.calls += 1
+            return [3] if self.calls < 3 else [0, 1, 2, 3]
+    with pytest.raises(RuntimeError, match=r"worker\(s\) \[0, 1, 2, 3\] of 4 exited"):
+        _wait_all(Store(), ["meas/0/0"], Ranks(), 10.0)
 
 
 def test_quota_trace_from_csv_and_bad_rows(tmp_path):
@@ -173,7 +300,8 @@ def test_quota_valued_trace(tmp_path, capsys):
     assert np.allclose(q[2], q[0]) and np.allclose(q[3], q[1])  # looped
     assert "below 0.1" in capsys.readouterr().err
     p.write_text("slot,device,quota\n0,4,0.2\n")
-    with pytest.raises(ValueError, match="device 4 but there are 4"):
+    with pytest.raises(ValueError, match=r"q.csv:2: the trace names device 4, but the run has 4 processes "
+                                         r"\(devices 0-3\)"):
         quota_trace([0.4] * 4, 2, str(p))
     p.write_text("slot,device,cpus\n0,0,0.2\n")
     with pytest.raises(ValueError, match=r"q.csv:1: header must be 'slot,device,factor' or 'slot,device,quota'"):
@@ -413,8 +541,11 @@ def test_the_summary_counts_the_slots_in_which_a_baseline_ran_lyapunovs_plans():
 
     rec = {"lyapunov": [slot(a, 0.010), slot(b, 0.012, first=a), slot(a, 0.010)],
            "bsp": [slot(a, 0.011), slot(b, 0.012), slot(c, 0.020)]}  # slot 1: no reaction, plan b at once
+    rec["lyapunov"][1]["reacted"] = rec["lyapunov"][2]["reacted"] = True  # slot 2: decided again, kept its plan
     costs = profile_layers(digits.cnn(), digits.load().x_train[:1])
     out = summarise(GroupsConfig(methods=("lyapunov", "bsp"), cgroups=False), rec, 10.0, 0.01, costs, 1.0)
+    ly = out["runs"]["lyapunov"]
+    assert (ly["reactions"], ly["replans"]) == (2, 1) and out["runs"]["bsp"]["reactions"] == 0
     vs = out["lyapunov_vs"]["bsp"]
     assert (vs["same_plan_slots"], vs["slots"]) == (1, 3)
     assert vs["speedup"] == pytest.approx((0.011 + 0.012 + 0.020) / (0.010 + 0.012 + 0.010))

@@ -1,0 +1,42 @@
+"""Checks the parent of a real-process run (``saatp train groups``, ``saatp train cgp``) makes
+before it starts any rank: what would otherwise fail in every rank after seconds of start-up
+and be reported as "worker(s) [3] exited"."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..digits import Dataset
+
+
+def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, samples: int = 4) -> int:
+    """One forward pass of ``samples`` training inputs in eval mode (no gradient, the module's
+    mode restored): the model must take the data's inputs and give one row of class scores per
+    sample, at least as many as the labels need (labels ``0..C-1`` of both splits: the loss is
+    cross-entropy on class labels). Returns the number of outputs; ValueError naming the model,
+    the shapes and the labels otherwise."""
+    x = data.x_train[:samples]
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(x)
+    except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the shapes
+        raise ValueError(f"model {model_name} fails on the data set's inputs (a batch of shape {list(x.shape)}): "
+                         f"{type(e).__name__}: {e}") from None
+    finally:
+        model.train(was)
+    if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):
+        got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(f"model {model_name} must give one row of class scores per sample ([{len(x)}, classes] "
+                         f"for inputs of shape {list(x.shape)}), got {got}")
+    labels = torch.cat([data.y_train.reshape(-1), data.y_test.reshape(-1)])
+    lo, hi = int(labels.min()), int(labels.max())
+    if lo < 0:
+        raise ValueError(f"data set: class labels must be >= 0, got {lo}")
+    n = int(out.shape[1])
+    if hi >= n:
+        raise ValueError(f"model {model_name} gives {n} outputs per sample, but the data set's labels go up to "
+                         f"{hi} ({hi + 1} classes, 0-{hi}): its last layer needs at least {hi + 1} outputs")
+    return n
