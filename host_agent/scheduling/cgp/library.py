@@ -17,20 +17,21 @@ seconds on the test split, and removes its cgroups.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import torch
 
 from .. import digits
 from ..fn_specs import spec_of
+from ..groups.checks import check_model_on_data
 from ..groups.quotas import SlotQuotas, quota_trace, run_prefix
 from ..rank_processes import RankProcesses, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions
+from ..run_options import QuotaRunOptions, require
 from .policy import damping
 
 MODES = ("cgp", "bsp", "asp", "ssp")
@@ -72,10 +73,24 @@ class CGPConfig(QuotaRunOptions):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
         damping(0, self.damping)
+        # one check at a time, each naming the field (its command-line option) and the value
+        if self.workers < 2:
+            raise ValueError(f"CGP needs at least 2 workers (one per --quotas value), got {self.workers}")
         if len(self.base_quotas) != self.workers:
-            raise ValueError(f"{self.workers} workers need {self.workers} base quotas")
-        if self.workers < 2 or self.duration_s <= 0 or self.R < 1 or self.s_max < 0:
-            raise ValueError("need workers >= 2, duration_s > 0, R >= 1, s_max >= 0")
+            raise ValueError(f"{self.workers} workers need {self.workers} base quotas, got {len(self.base_quotas)}")
+        self.check_run_options("worker")
+        for name, option, ok, want in (
+                ("duration_s", "--duration", self.duration_s > 0, "> 0 seconds"),
+                ("slot_s", "--slot", self.slot_s > 0, "> 0 seconds"),
+                ("ps_quota", "--ps-quota", self.ps_quota > 0, "> 0 CPUs"),
+                ("local_batch", "--batch", self.local_batch >= 1, ">= 1"),
+                ("lr", "--lr", self.lr > 0, "> 0"),
+                ("R", "--R", self.R >= 1, ">= 1"),
+                ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
+                ("snapshot_s", None, self.snapshot_s > 0, "> 0 seconds"),
+                ("switch_margin", None, self.switch_margin >= 0, ">= 0")):
+            value = getattr(self, name)
+            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None,
@@ -97,8 +112,9 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
         torch.save((data.x_train, data.y_train, data.x_test, data.y_test), data_path)
     else:
         data, data_path, data_spec = digits.dataset_from(dataset, cfg.seed), None, dataset
+    check_model_on_data(digits.model_from(spec), data, spec)  # here, not in every rank after start-up
     n_slots = 1000
-    quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed)
+    quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed, noun="workers")
     store, port = host_store(cfg.workers + 2, cfg.timeout_s)
     cg = SlotQuotas(cfg.workers + 1, run_prefix("cgp")) if cfg.cgroups else None
     applied = []
@@ -144,9 +160,14 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
         evals.append(dict(t=float(t), version=int(v), samples=int(samples),
                           test_acc=digits.accuracy_of(model, w, data)))
     ps = logs[cfg.workers]
-    # final accuracy: the mean of the last three snapshots (one snapshot is noisy to +-5 pp)
-    final = float(np.mean([e["test_acc"] for e in evals[-3:]])) if evals else None
-    out = dict(config=asdict(cfg), model=spec, evals=evals, final_acc=final,
+    # the last snapshot is the holder's at the end of training (procs.Proc.run): the final
+    # accuracy is the model's at the end, for every method (until 2026-11-28 it was the mean
+    # of the last three periodic snapshots, the last of them up to snapshot_s before the end)
+    if evals:
+        evals[-1]["final"] = True
+    final = evals[-1] if evals else None
+    out = dict(config=asdict(cfg), model=spec, evals=evals, final_acc=final and final["test_acc"],
+               final_t_s=final and final["t"],
                best_acc=max((e["test_acc"] for e in evals), default=None), quotas_applied=applied,
                groupings=logs[0]["groupings"], taus=ps["taus"], decisions=ps.get("decisions", []),
                iterations=[lg["iters"] for lg in logs[:cfg.workers]],
@@ -164,24 +185,64 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
 
 
 def time_to(evals: list[dict], target: float) -> float | None:
+    """The time of the first snapshot at or above ``target`` (None: never)."""
+    iv = crossing(evals, target)
+    return None if iv is None else iv[1]
+
+
+def crossing(evals: list[dict], target: float) -> tuple[float, float] | None:
+    """``(lo, hi)``: the accuracy reached ``target`` after ``lo`` and by ``hi`` seconds, the
+    times of the snapshot before (0 before the first) and of the first at or above it; None:
+    never. Snapshots are ``snapshot_s`` apart, so that is the resolution of a time to target."""
+    prev = 0.0
     for e in evals:
         if e["test_acc"] >= target:
-            return e["t"]
+            return prev, e["t"]
+        prev = e["t"]
     return None
 
 
+def compare_times(a: str, ia, b: str, ib) -> dict:
+    """``a``'s time to the target against ``b``'s from their crossing intervals (:func:`crossing`):
+    the speed-up ``t_b / t_a`` only when the intervals do not overlap (one reached it before
+    the other's snapshot interval began), with its bounds; else not resolved (None)."""
+    out = dict(time_to_target_s={a: ia and ia[1], b: ib and ib[1]},
+               interval_s={a: ia and list(ia), b: ib and list(ib)}, resolved=False, speedup_to_target=None,
+               speedup_bounds=None)
+    if ia is None and ib is None:
+        out["note"] = "neither reached the target"
+    elif ia is None or ib is None:
+        won, lost, t = (a, b, ia[1]) if ib is None else (b, a, ib[1])
+        out.update(resolved=True, note=f"{won} reached the target at {t:.1f} s, {lost} did not in its run")
+    elif ia[1] <= ib[0] or ib[1] <= ia[0]:
+        lo = ib[0] / ia[1]
+        hi = ib[1] / ia[0] if ia[0] > 0 else None
+        out.update(resolved=True, speedup_to_target=ib[1] / ia[1], speedup_bounds=[lo, hi],
+                   note=f"{a} {ia[1]:.1f} s, {b} {ib[1]:.1f} s")
+    else:
+        out["note"] = (f"not resolved: both reached it between snapshots that overlap ({a} in "
+                       f"{ia[0]:.1f}-{ia[1]:.1f} s, {b} in {ib[0]:.1f}-{ib[1]:.1f} s)")
+    return out
+
+
 def compare(runs: dict[str, dict], target: float) -> dict:
-    """Time to ``target`` accuracy and final accuracy of every run against the others."""
+    """Time to ``target`` accuracy and final accuracy of CGP against every other run. A ratio
+    of times to the target is given only when the snapshots resolve it (:func:`compare_times`):
+    a method reached it at a snapshot time, some time after the snapshot before, so two
+    methods whose crossing intervals overlap may have reached it in either order."""
     out = {}
     for name, r in runs.items():
         r["target_acc"] = target
-        r["time_to_target_s"] = time_to(r["evals"], target)
+        iv = crossing(r["evals"], target)
+        r["time_to_target_s"] = None if iv is None else iv[1]
+        r["time_to_target_interval_s"] = None if iv is None else list(iv)
     if "cgp" in runs:
         c = runs["cgp"]
         for name, r in runs.items():
             if name == "cgp":
                 continue
-            tc, tb = c["time_to_target_s"], r["time_to_target_s"]
-            out[name] = dict(speedup_to_target=(tb / tc) if (tc and tb) else None,
-                             acc_diff_pp=100 * ((c["final_acc"] or 0) - (r["final_acc"] or 0)))
+            d = compare_times("cgp", crossing(c["evals"], target), name, crossing(r["evals"], target))
+            d["resolution_s"] = float(c.get("config", {}).get("snapshot_s", CGPConfig.snapshot_s))
+            d["acc_diff_pp"] = 100 * ((c["final_acc"] or 0) - (r["final_acc"] or 0))
+            out[name] = d
     return out

@@ -66,6 +66,87 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
     assert all(n > 0 for n in res["iterations"])
     assert res["evals"][-1]["test_acc"] > 0.2  # it learns (chance is 0.1)
     assert res["out_dir"] is None  # its temporary directory is gone
+    # the final accuracy is the model's at the end of training, a snapshot after the periodic ones
+    end = res["evals"][-1]
+    assert end.get("final") and not any(e.get("final") for e in res["evals"][:-1])
+    assert res["final_acc"] == end["test_acc"] and res["final_t_s"] == end["t"] >= 3.0
+    assert res["samples_per_s"] == pytest.approx(end["samples"] / end["t"])
+
+
+def test_the_final_snapshot_is_taken_at_the_end_of_every_method():
+    """BSP's model holder is worker 0, the others' the server: both snapshot the end."""
+    import inspect
+
+    from host_agent.scheduling.cgp import procs
+    src = inspect.getsource(procs.Proc.run)
+    tail = src[src.index("phase += 1"):]
+    assert "self.snaps.append((self.elapsed(), v, self.samples, self.w.clone()))" in tail
+    assert '0 if self.mode == "bsp" else self.ps' in tail
+
+
+def _evals(*points):
+    return [dict(t=t, test_acc=a, samples=100 * i, version=i) for i, (t, a) in enumerate(points)]
+
+
+def test_a_time_to_target_ratio_is_given_only_where_the_snapshots_resolve_it():
+    from host_agent.scheduling.cgp.library import compare, crossing
+    early = _evals((0.01, 0.6), (0.52, 0.93), (1.02, 0.95))
+    assert crossing(early, 0.9) == (0.01, 0.52) and crossing(early, 0.99) is None
+    runs = {"cgp": dict(evals=early, final_acc=0.95, config=dict(snapshot_s=0.5)),
+            "asp": dict(evals=_evals((0.02, 0.6), (0.51, 0.92), (1.01, 0.95)), final_acc=0.95),
+            "bsp": dict(evals=_evals((0.02, 0.3), (0.5, 0.5), (1.0, 0.7), (1.5, 0.91)), final_acc=0.92),
+            "ssp": dict(evals=_evals((0.02, 0.3), (0.5, 0.5), (1.0, 0.7)), final_acc=0.7)}
+    c = compare(runs, 0.9)
+    # every method reached it at its first snapshot after the start: the 1.02x is noise
+    a = c["asp"]
+    assert a["resolved"] is False and a["speedup_to_target"] is None and "not resolved" in a["note"]
+    assert a["time_to_target_s"] == {"cgp": 0.52, "asp": 0.51} and a["resolution_s"] == 0.5
+    b = c["bsp"]  # BSP reached it a snapshot interval later than CGP: resolved, with bounds
+    assert b["resolved"] and b["speedup_to_target"] == pytest.approx(1.5 / 0.52)
+    assert b["speedup_bounds"] == [pytest.approx(1.0 / 0.52), pytest.approx(1.5 / 0.01)]
+    assert c["ssp"]["resolved"] and c["ssp"]["speedup_to_target"] is None
+    assert "ssp did not" in c["ssp"]["note"] and c["ssp"]["acc_diff_pp"] == pytest.approx(25.0)
+    assert runs["bsp"]["time_to_target_s"] == 1.5 and runs["bsp"]["time_to_target_interval_s"] == [1.0, 1.5]
+
+
+def test_train_cgp_reports_final_accuracy_at_the_end_and_unresolved_ratios(monkeypatch, capsys):
+    import argparse
+
+    from host_agent.scheduling.cgp import train_cli
+    ends = {"cgp": 5.08, "bsp": 5.2, "asp": 5.03}
+
+    def fake_train(model, data, cfg, target_acc=None, log_dir=None):
+        ev = _evals((0.01, 0.6), (0.5, 0.93), (ends[cfg.mode], 0.94))
+        ev[-1]["final"] = True
+        return dict(evals=ev, final_acc=0.94, final_t_s=ends[cfg.mode], best_acc=0.94, config=dict(snapshot_s=0.5),
+                    samples_per_s=1000.0, max_staleness=None if cfg.mode == "bsp" else 8)
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train)
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    assert train_cli.run(p.parse_args(["--method", "cgp", "--method", "bsp", "--method", "asp"])) == 0
+    out = capsys.readouterr().out
+    assert "n/a (synchronous)" in out and "None" not in out  # BSP has no staleness
+    assert "5.2s" in out and "5.1s" in out  # the time of each final accuracy
+    assert "cgp vs bsp: time to target not resolved" in out and "x," not in out  # no ratio from noise
+    for bad in ("1.5", "0", "-0.2", "nan"):
+        assert train_cli.run(p.parse_args(["--target", bad])) == 2
+        assert "--target must be a test accuracy in (0, 1]" in capsys.readouterr().err
+
+
+def test_the_config_names_the_check_that_failed_and_its_value():
+    from host_agent.scheduling.cgp.library import CGPConfig
+    for kw, msg in ((dict(workers=1, base_quotas=(0.3,)), r"at least 2 workers \(one per --quotas value\), got 1"),
+                    (dict(duration_s=0.0), r"duration_s \(--duration\) must be > 0 seconds, got 0.0"),
+                    (dict(R=0), r"R \(--R\) must be >= 1, got 0"),
+                    (dict(s_max=-1), r"s_max \(--s-max\) must be >= 0, got -1"),
+                    (dict(slot_s=0.0), r"slot_s \(--slot\) must be > 0 seconds, got 0.0"),
+                    (dict(ps_quota=0.0), r"ps_quota \(--ps-quota\) must be > 0 CPUs, got 0.0"),
+                    (dict(local_batch=0), r"local_batch \(--batch\) must be >= 1, got 0"),
+                    (dict(lr=float("nan")), r"lr \(--lr\) must be > 0, got nan"),
+                    (dict(snapshot_s=0.0), r"snapshot_s must be > 0 seconds, got 0.0"),
+                    (dict(base_quotas=(0.25, 0.0, 0.2, 0.1)), r"base quota of worker 1 \(--quotas\) must be > 0")):
+        with pytest.raises(ValueError, match=msg):
+            CGPConfig(**kw)
 
 
 def test_a_workers_period_is_paced_by_its_cpu_quota():
