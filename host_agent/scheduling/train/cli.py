@@ -295,8 +295,8 @@ def run(args: argparse.Namespace) -> int:
             if prof["model"] != args.model:
                 raise ValueError(f"{args.profile} profiles {prof['model']}, not {args.model}")
             n_layers = len(build_layers(load_model(args.model)))
-            if len(prof["cpu"]["layers"]) != n_layers:
-                raise ValueError(f"{args.profile} profiles {len(prof['cpu']['layers'])} layers of {prof['model']}, "
+            if len(prof["cpu"].get("layers") or []) != n_layers:
+                raise ValueError(f"{args.profile} profiles {len(prof['cpu'].get('layers') or [])} layers of {prof['model']}, "
                                  f"the model has {n_layers} now: run saatp profile again")
         else:
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch)
@@ -305,7 +305,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "
                              f"more (the profiler found it, e.g. a BatchNorm refuses one sample)")
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
-        costs = profile_costs.build(prof, args.batch, quotas, cuts)
+        try:
+            costs = profile_costs.build(prof, args.batch, quotas, cuts)
+        except (KeyError, TypeError, IndexError, AttributeError) as e:
+            if not args.profile:
+                raise
+            raise ValueError(f"{args.profile}: not a complete saatp profile ({type(e).__name__}: {e})") from None
         cal = prof.get("calibration")
         if args.profile and not costs.info.get("calibrated"):
             why = ("has no calibration" if not cal else

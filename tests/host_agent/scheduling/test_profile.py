@@ -444,6 +444,10 @@ def test_train_pipeline_refuses_a_profile_of_another_layer_count_and_a_batch_bel
     assert f"{path}:1:11: not a saatp profile (invalid JSON" in capsys.readouterr().err
     assert main(args[:-1] + [str(tmp_path / "none.json"), "--batch", "8"]) == 2
     assert "none.json: cannot read the profile" in capsys.readouterr().err
+    del prof["cpu"]["layers"][0]["fit_fwd"]
+    path.write_text(json.dumps(prof))
+    assert main(args + ["--batch", "8"]) == 2
+    assert f"{path}: not a complete saatp profile (KeyError: 'fit_fwd')" in capsys.readouterr().err
 
 
 def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monkeypatch):
