@@ -295,8 +295,9 @@ def run(args: argparse.Namespace) -> int:
             if prof["model"] != args.model:
                 raise ValueError(f"{args.profile} profiles {prof['model']}, not {args.model}")
             n_layers = len(build_layers(load_model(args.model)))
-            if len(prof["cpu"].get("layers") or []) != n_layers:
-                raise ValueError(f"{args.profile} profiles {len(prof['cpu'].get('layers') or [])} layers of {prof['model']}, "
+            n_prof = len(prof["cpu"].get("layers") or [])
+            if n_prof != n_layers:
+                raise ValueError(f"{args.profile} profiles {n_prof} layers of {prof['model']}, "
                                  f"the model has {n_layers} now: run saatp profile again")
         else:
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch)
