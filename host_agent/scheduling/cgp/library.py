@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -28,7 +29,7 @@ import torch
 from .. import digits
 from ..fn_specs import spec_of
 from ..groups.checks import check_model_on_data
-from ..groups.quotas import SlotQuotas, quota_trace, run_prefix
+from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
 from ..rank_processes import RankProcesses, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require
@@ -91,6 +92,9 @@ class CGPConfig(QuotaRunOptions):
                 ("switch_margin", None, self.switch_margin >= 0, ">= 0")):
             value = getattr(self, name)
             require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
+        if self.ps_quota < MIN_QUOTA:
+            print(f"warning: --ps-quota {self.ps_quota:g} is below {MIN_QUOTA} CPUs: the server runs at {MIN_QUOTA} "
+                  f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None,

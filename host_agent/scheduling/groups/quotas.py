@@ -106,7 +106,16 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     CSV ``trace`` (or set to its quotas) or, without one, generated from ``seed``; ``noun``
     names the ranks in errors."""
     n = len(base)
-    factors = trace_factors(trace, slots, n, base, noun) if trace else generated_factors(slots, n, seed)
+    if trace:
+        return quota_matrix(base, trace_factors(trace, slots, n, base, noun))
+    factors = generated_factors(slots, n, seed)
+    low = np.asarray(base, dtype=float)[None, :] / factors < MIN_QUOTA - 1e-9
+    if low.any() and ("generated", seed, tuple(base), slots) not in _warned:
+        _warned.add(("generated", seed, tuple(base), slots))
+        ranks = np.flatnonzero(low.any(axis=0)).tolist()
+        print(f"warning: the generated trace (seed {seed}) slows {int(low.sum())} of its {low.size} (slot, "
+              f"process) quotas below {MIN_QUOTA} CPUs (processes {ranks}); they run at {MIN_QUOTA} "
+              f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
     return quota_matrix(base, factors)
 
 

@@ -192,6 +192,28 @@ def test_a_factor_trace_warns_for_each_row_the_kernels_minimum_raises(tmp_path, 
     assert capsys.readouterr().err == ""
 
 
+def test_a_generated_trace_warns_once_when_the_kernels_minimum_raises_its_quotas(capsys):
+    from host_agent.scheduling.groups.quotas import MIN_QUOTA, generated_factors, quota_trace
+    base = np.array([0.25, 0.25, 0.2, 0.1])
+    q = quota_trace(base, 40, seed=5)
+    err = capsys.readouterr().err
+    low = int((base / generated_factors(40, 4, 5) < MIN_QUOTA - 1e-9).sum())
+    assert low > 0 and (q >= MIN_QUOTA).all()
+    assert f"slows {low} of its 160 (slot, process) quotas below 0.1 CPUs" in err
+    quota_trace([0.25, 0.25, 0.2, 0.1], 40, seed=5)
+    assert capsys.readouterr().err == ""  # once per run (CGP builds it once per method)
+    quota_trace([2.0, 2.0], 40, seed=5)  # nothing below the minimum: silent
+    assert capsys.readouterr().err == ""
+
+
+def test_a_server_quota_below_the_kernels_minimum_is_warned(capsys):
+    from host_agent.scheduling.cgp.library import CGPConfig
+    CGPConfig(ps_quota=0.05)
+    assert "--ps-quota 0.05 is below 0.1 CPUs: the server runs at 0.1" in capsys.readouterr().err
+    CGPConfig(ps_quota=0.2)
+    assert capsys.readouterr().err == ""
+
+
 def test_a_trace_names_its_file_and_line_for_a_missing_device_or_a_repeated_row(tmp_path):
     from host_agent.scheduling.groups.quotas import quota_trace
     p = tmp_path / "t.csv"
