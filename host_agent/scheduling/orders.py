@@ -164,13 +164,16 @@ class _Budget:
                     t = max(t, self._refill())
 
 
-def _check_rows(costs: PipelineCosts, rows: Sequence[Sequence[int]]) -> list[list[int]]:
+def check_rows(costs: PipelineCosts, rows: Sequence[Sequence[int]], what: str = "") -> list[list[int]]:
+    """The rows without their zero padding; ValueError unless there is one per stage and each
+    sums to B (``what`` names the rows in the message, e.g. "backward")."""
     rows = [[int(v) for v in r if int(v) > 0] for r in rows]
+    kind = f"{what} " if what else ""
     if len(rows) != costs.S:
-        raise ValueError(f"plan has {len(rows)} stages, the cost model {costs.S}")
+        raise ValueError(f"{kind}plan has {len(rows)} stages, the cost model {costs.S}")
     for s, r in enumerate(rows):
         if sum(r) != costs.B:
-            raise ValueError(f"stage {s}: microbatch sizes {r} sum to {sum(r)}, expected B={costs.B}")
+            raise ValueError(f"stage {s}: {kind}microbatch sizes {r} sum to {sum(r)}, expected B={costs.B}")
     return rows
 
 
@@ -182,7 +185,7 @@ class _Plan:
     """A plan's per-op durations and sample dependencies, computed once per plan."""
 
     def __init__(self, costs: PipelineCosts, rows: Sequence[Sequence[int]]):
-        rows = _check_rows(costs, rows)
+        rows = check_rows(costs, rows)
         S = costs.S
         self.S, self.rows, self.M = S, rows, [len(r) for r in rows]
         self.starts = [[sum(r[:j]) for j in range(len(r) + 1)] for r in rows]
@@ -402,13 +405,26 @@ def expected_makespan(costs: PipelineCosts, rows, orders, draws: int = PHASE_DRA
     if pl.bw is None:
         return _run(pl, "", None, orders, False).makespan
     gap = 2 * max(max(pl.cf[s][0] for s in range(pl.S)), 0.0)  # the barrier between iterations
+    return steady_state_mean(pl.bw, lambda bud, off: _run(pl, "", None, orders, False, bud, offset=off).makespan,
+                             gap, draws, first_draw, precision)
+
+
+def steady_state_mean(bw: "CpuBandwidth", iteration, gap: float, draws: int = PHASE_DRAWS, first_draw: int = 0,
+                      precision: float | None = PRECISION) -> float:
+    """The mean over phase draws ``first_draw, ...`` of ``bw`` of a steady-state iteration:
+    ``iteration(budgets, offset)`` (its makespan from ``offset`` on, the budgets keeping
+    absolute times) run twice on one draw's budgets, the second ``gap`` (the barrier) after
+    the first ends; ``draws`` of them, doubling up to :data:`MAX_DRAWS` while the mean's
+    standard error is above ``precision`` of it (None: exactly ``draws``). The one rule of
+    every evaluator of plans under CPU quotas (:func:`expected_makespan`, the dual plans'
+    :func:`..umpipe.dual.expected_makespan`)."""
     xs: list[float] = []
     want = max(1, draws)
     while True:
         for i in range(first_draw + len(xs), first_draw + want):
-            bud = pl.bw.draw(i)
-            first = _run(pl, "", None, orders, False, bud).makespan
-            xs.append(_run(pl, "", None, orders, False, bud, offset=first + gap).makespan)
+            bud = bw.draw(i)
+            first = iteration(bud, 0.0)
+            xs.append(iteration(bud, first + gap))
         n = len(xs)
         mean = sum(xs) / n
         if precision is None or n >= MAX_DRAWS or n < 2:

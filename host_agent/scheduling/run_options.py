@@ -40,6 +40,13 @@ class QuotaRunOptions:
                 raise ValueError(f"base quota of {rank} {r} (--quotas) must be > 0 CPUs, got {q!r}")
         require("timeout_s", self.timeout_s, self.timeout_s > 0, "> 0")
 
+    def require_fields(self, checks) -> None:
+        """:func:`require` for each ``(field, option, ok, want)`` in order, on the field's value
+        (which must also be finite)."""
+        for name, option, ok, want in checks:
+            value = getattr(self, name)
+            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
+
 
 def require(name: str, value, ok: bool, want: str, option: str | None = None) -> None:
     """ValueError ``"NAME (OPTION) must be WANT, got VALUE"`` unless ``ok``: one check, named,

@@ -17,7 +17,6 @@ seconds on the test split, and removes its cgroups.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ from ..groups.checks import check_model_on_data
 from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
 from ..rank_processes import RankProcesses, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions, require
+from ..run_options import QuotaRunOptions
 from .policy import damping
 
 MODES = ("cgp", "bsp", "asp", "ssp")
@@ -80,18 +79,16 @@ class CGPConfig(QuotaRunOptions):
         if len(self.base_quotas) != self.workers:
             raise ValueError(f"{self.workers} workers need {self.workers} base quotas, got {len(self.base_quotas)}")
         self.check_run_options("worker")
-        for name, option, ok, want in (
-                ("duration_s", "--duration", self.duration_s > 0, "> 0 seconds"),
-                ("slot_s", "--slot", self.slot_s > 0, "> 0 seconds"),
-                ("ps_quota", "--ps-quota", self.ps_quota > 0, "> 0 CPUs"),
-                ("local_batch", "--batch", self.local_batch >= 1, ">= 1"),
-                ("lr", "--lr", self.lr > 0, "> 0"),
-                ("R", "--R", self.R >= 1, ">= 1"),
-                ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
-                ("snapshot_s", None, self.snapshot_s > 0, "> 0 seconds"),
-                ("switch_margin", None, self.switch_margin >= 0, ">= 0")):
-            value = getattr(self, name)
-            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
+        self.require_fields((
+            ("duration_s", "--duration", self.duration_s > 0, "> 0 seconds"),
+            ("slot_s", "--slot", self.slot_s > 0, "> 0 seconds"),
+            ("ps_quota", "--ps-quota", self.ps_quota > 0, "> 0 CPUs"),
+            ("local_batch", "--batch", self.local_batch >= 1, ">= 1"),
+            ("lr", "--lr", self.lr > 0, "> 0"),
+            ("R", "--R", self.R >= 1, ">= 1"),
+            ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
+            ("snapshot_s", None, self.snapshot_s > 0, "> 0 seconds"),
+            ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
         if self.ps_quota < MIN_QUOTA:
             print(f"warning: --ps-quota {self.ps_quota:g} is below {MIN_QUOTA} CPUs: the server runs at {MIN_QUOTA} "
                   f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
@@ -165,7 +162,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                           test_acc=digits.accuracy_of(model, w, data)))
     ps = logs[cfg.workers]
     # the last snapshot is the holder's at the end of training (procs.Proc.run): the final
-    # accuracy is the model's at the end, for every method (until 2026-11-28 it was the mean
+    # accuracy is the model's at the end, for every method (until 2026-11-27 evening it was the mean
     # of the last three periodic snapshots, the last of them up to snapshot_s before the end)
     if evals:
         evals[-1]["final"] = True

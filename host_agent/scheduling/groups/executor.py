@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import time
 from contextlib import nullcontext
@@ -29,7 +28,7 @@ import torch
 from .. import digits
 from ..rank_processes import RankProcesses, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions, require
+from ..run_options import QuotaRunOptions
 from .checks import check_model_on_data
 from .costs import profile_layers
 from .plan import ExecPlan
@@ -74,18 +73,16 @@ class GroupsConfig(QuotaRunOptions):
         if len(self.base_quotas) != self.world:
             raise ValueError(f"{self.world} processes need {self.world} base quotas, got {len(self.base_quotas)}")
         self.check_run_options("process")
-        for name, option, ok, want in (
-                ("slots", "--slots", self.slots >= 1, ">= 1"),
-                ("iters", "--iters", self.iters >= 1, ">= 1"),
-                ("hold", "--hold", self.hold >= 1, ">= 1"),
-                ("B", "--batch", self.B >= 1, ">= 1"),
-                ("budget_frac", "--budget-frac", self.budget_frac > 0, "> 0 (a fraction of the reference's cost)"),
-                ("lr", "--lr", self.lr > 0, "> 0"),
-                ("V", "--V", self.V >= 0, ">= 0"),
-                ("momentum", None, 0 <= self.momentum < 1, "in [0, 1)"),
-                ("gmax", None, self.gmax >= 1, ">= 1")):
-            value = getattr(self, name)
-            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
+        self.require_fields((
+            ("slots", "--slots", self.slots >= 1, ">= 1"),
+            ("iters", "--iters", self.iters >= 1, ">= 1"),
+            ("hold", "--hold", self.hold >= 1, ">= 1"),
+            ("B", "--batch", self.B >= 1, ">= 1"),
+            ("budget_frac", "--budget-frac", self.budget_frac > 0, "> 0 (a fraction of the reference's cost)"),
+            ("lr", "--lr", self.lr > 0, "> 0"),
+            ("V", "--V", self.V >= 0, ">= 0"),
+            ("momentum", None, 0 <= self.momentum < 1, "in [0, 1)"),
+            ("gmax", None, self.gmax >= 1, ">= 1")))
 
 
 def part_times(meas: list[dict], plan: ExecPlan) -> tuple[list[float], float, int]:

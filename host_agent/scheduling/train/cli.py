@@ -283,7 +283,7 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
     try:
-        load_model(args.model)
+        spec = load_model(args.model)
         quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
                 raise ValueError(f"{args.profile} profiles {prof['model']}, not {args.model}")
-            n_layers = len(build_layers(load_model(args.model)))
+            n_layers = len(build_layers(spec))
             n_prof = len(prof["cpu"].get("layers") or [])
             if n_prof != n_layers:
                 raise ValueError(f"{args.profile} profiles {n_prof} layers of {prof['model']}, "

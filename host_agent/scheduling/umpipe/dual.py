@@ -19,28 +19,17 @@ it is the fluid recurrence (:func:`..costmodel.makespan`).
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 from ..costmodel import PipelineCosts
-from ..orders import MAX_DRAWS, PHASE_DRAWS, PRECISION, CpuBandwidth
-
-
-def _rows(costs: PipelineCosts, M, what: str) -> list[list[int]]:
-    rows = rows_of(M)
-    if len(rows) != costs.S:
-        raise ValueError(f"{what} plan has {len(rows)} stages, the cost model {costs.S}")
-    for s, r in enumerate(rows):
-        if sum(r) != costs.B:
-            raise ValueError(f"stage {s}: {what} microbatch sizes {r} sum to {sum(r)}, expected B={costs.B}")
-    return rows
+from ..orders import PHASE_DRAWS, PRECISION, CpuBandwidth, check_rows, steady_state_mean
 
 
 class _Plan:
     """Per-op durations (fluid seconds, as in :class:`..orders._Plan`) of a dual plan."""
 
     def __init__(self, costs: PipelineCosts, X, Y):
-        self.xr, self.yr = _rows(costs, X, "forward"), _rows(costs, Y, "backward")
+        self.xr, self.yr = check_rows(costs, X, "forward"), check_rows(costs, Y, "backward")
         S = self.S = costs.S
         fa, fb, ba, bb, kn = (list(map(float, x)) for x in (costs.f_alpha, costs.f_beta, costs.b_alpha,
                                                                  costs.b_beta, costs.knee))
@@ -127,21 +116,8 @@ def expected_makespan(costs: PipelineCosts, X, Y, draws: int = PHASE_DRAWS, firs
     if pl.bw is None:
         return _iteration(pl)
     gap = 2 * max(max(pl.cf[s][0] for s in range(pl.S)), 0.0)  # the barrier between iterations
-    xs: list[float] = []
-    want = max(1, draws)
-    while True:
-        for i in range(first_draw + len(xs), first_draw + want):
-            bud = pl.bw.draw(i)
-            first = _iteration(pl, bud)
-            xs.append(_iteration(pl, bud, offset=first + gap))
-        n = len(xs)
-        mean = sum(xs) / n
-        if precision is None or n >= MAX_DRAWS or n < 2:
-            return mean
-        se = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1) / n)
-        if se <= precision * mean:
-            return mean
-        want = min(2 * n, MAX_DRAWS)
+    return steady_state_mean(pl.bw, lambda bud, off: _iteration(pl, bud, offset=off), gap, draws, first_draw,
+                             precision)
 
 
 def rows_of(M: Sequence) -> list[list[int]]:

@@ -7,6 +7,7 @@ from host_agent.scheduling.pipeline.models import load_model
 from host_agent.scheduling.profile import calibrate, costs, fit
 from host_agent.scheduling.profile.measure import profile_layers
 from tests.testsupport import user_models
+from tests.testsupport.profiles import layer, two_stage_profile
 
 
 def test_fit_knee_recovers_a_known_curve():
@@ -22,20 +23,8 @@ def test_fit_line():
     assert fit.fit_line([1, 2, 3], [1.5, 2.5, 3.5]) == pytest.approx((0.5, 1.0))
 
 
-def _layer(fa, fb, knee=0.0, out=100.0, stash=400.0, params=1000.0):
-    mk = lambda a, b: dict(alpha=a, beta=b, knee=knee, max_rel_err=0.0)
-    return dict(name="L", fit_fwd=mk(fa, fb), fit_bwd=mk(2 * fa, 2 * fb), opt=1e-4, param_bytes=params,
-                out_bytes_per_sample=out, stash_bytes_per_sample=stash, fwd={}, bwd={})
-
-
-def _profile():
-    layers = [_layer(1e-4, w * 1e-4) for w in (1, 5, 1, 1, 5, 1)]
-    return dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=1e-4, layers=layers),
-                link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.5, 0.25])
-
-
 def test_choose_cuts_is_the_best_contiguous_split():
-    prof = _profile()
+    prof = two_stage_profile()
     B, quotas = 16, [0.5, 0.25]
     cuts = costs.choose_cuts(prof, quotas, B)
 
@@ -58,7 +47,7 @@ def test_among_splits_tied_on_the_slowest_stage_the_most_even_wins():
     stage is within TIE_REL of the least, the least sum of squared stage times wins (the
     other stages are the pipeline's fill and drain)."""
     from itertools import combinations
-    layers = [_layer(1e-6, 1e-6) for _ in range(9)]
+    layers = [layer(1e-6, 1e-6) for _ in range(9)]
     prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
                 link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.3, 0.15, 0.3, 0.3])
     B, quotas = 32, [0.3, 0.15, 0.3, 0.3]
@@ -81,7 +70,7 @@ def test_among_splits_tied_on_the_slowest_stage_the_most_even_wins():
 
 
 def test_build_turns_cpu_seconds_into_fluid_times_and_carries_the_cfs_budget():
-    prof = _profile()
+    prof = two_stage_profile()
     c = costs.build(prof, 16, [0.5, 0.25], cuts=[3])
     # both stages hold layers of the same CPU cost; the quarter-CPU stage takes twice as long
     assert float(c.tf(1, 16)) == pytest.approx(2 * float(c.tf(0, 16)), rel=1e-6)
@@ -132,7 +121,7 @@ def test_calibration_fits_the_cpu_per_op_measured_inside_the_pipeline():
                 got = st[s][kind]["alpha"] + st[s][kind]["beta"] * max(b, st[s][kind]["knee"])
                 assert got == pytest.approx(want, rel=1e-6)
     # build() uses the calibrated curves on the calibration's split, the layer fits elsewhere
-    prof = dict(_profile(), calibration=dict(B=16, cuts=[3], quotas=[0.5, 0.25], stages=st))
+    prof = dict(two_stage_profile(), calibration=dict(B=16, cuts=[3], quotas=[0.5, 0.25], stages=st))
     c = costs.build(prof, 16, [0.5, 0.25])
     assert c.info["calibrated"] and c.info["cuts"] == [3]
     assert float(c.tf(1, 4)) * 0.25 == pytest.approx(truth[1]["F"](4) + 2e-4, rel=1e-6)
@@ -157,7 +146,7 @@ def test_plan_umpipe_reads_a_profile(tmp_path, capsys):
     from host_agent.scheduling.umpipe import cli
 
     path = tmp_path / "prof.json"
-    path.write_text(json.dumps(_profile()))
+    path.write_text(json.dumps(two_stage_profile()))
     out = tmp_path / "plan.json"
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
                      "--json", str(out)]) == 0
@@ -191,7 +180,7 @@ def test_train_pipeline_reports_bad_arguments_before_starting_anything(tmp_path,
     assert cli.main(["--model", "no_such_module:fn"]) == 2
     assert "cannot load model" in capsys.readouterr().err
     path = tmp_path / "prof.json"
-    path.write_text(json.dumps(_profile()))
+    path.write_text(json.dumps(two_stage_profile()))
     assert cli.main(["--model", "vgg-mini", "--profile", str(path)]) == 2
     assert "profiles toy, not vgg-mini" in capsys.readouterr().err
 
@@ -366,7 +355,7 @@ def test_the_profiler_finds_the_smallest_microbatch_a_model_trains_on():
 
 def test_no_plan_has_a_microbatch_below_the_models_smallest():
     from host_agent.scheduling.umpipe import family
-    prof = dict(_profile(), min_microbatch=3)
+    prof = dict(two_stage_profile(), min_microbatch=3)
     c = costs.build(prof, 16, [0.5, 0.25], cuts=[3])
     assert c.info["min_microbatch"] == 3 and c.info["bmin"] == 3
     assert not family.evaluate(c, [[8, 6, 2], [16]], "1f1b").fits  # a 2-sample microbatch cannot run
@@ -375,7 +364,7 @@ def test_no_plan_has_a_microbatch_below_the_models_smallest():
     for cand in [fam.best, *fam.top, *family.candidate_pool(c, fam)]:
         assert min(min(r) for r in cand.rows) >= 3, cand.rows
     assert all(not b.fits for b in fam.baselines if min(b.rows[0]) < 3)
-    assert costs.build(_profile(), 16, [0.5, 0.25], cuts=[3]).info.get("min_microbatch") is None
+    assert costs.build(two_stage_profile(), 16, [0.5, 0.25], cuts=[3]).info.get("min_microbatch") is None
 
 
 def test_the_shape_probe_leaves_batchnorm_statistics_and_training_flags_alone():
@@ -428,14 +417,14 @@ def test_train_pipeline_refuses_a_profile_of_another_layer_count_and_a_batch_bel
     from host_agent.scheduling.pipeline.models import build_layers
     n = len(build_layers(load_model("vgg-mini")))
     prof = dict(model="vgg-mini", format=2, cfs_period_s=0.01, min_microbatch=2,
-                cpu=dict(overhead=0.0, layers=[_layer(1e-4, 1e-5) for _ in range(n - 1)]),
+                cpu=dict(overhead=0.0, layers=[layer(1e-4, 1e-5) for _ in range(n - 1)]),
                 link=dict(latency=1e-3, per_byte=1e-9))
     path = tmp_path / "p.json"
     path.write_text(json.dumps(prof))
     args = ["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--profile", str(path)]
     assert main(args + ["--batch", "8"]) == 2
     assert f"profiles {n - 1} layers of vgg-mini, the model has {n} now" in capsys.readouterr().err
-    prof["cpu"]["layers"].append(_layer(1e-4, 1e-5))
+    prof["cpu"]["layers"].append(layer(1e-4, 1e-5))
     path.write_text(json.dumps(prof))
     assert main(args + ["--batch", "1"]) == 2
     assert "--batch 1: vgg-mini trains only on microbatches of 2 samples or more" in capsys.readouterr().err
@@ -455,7 +444,7 @@ def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monke
     slow-quota stage takes a light layer and the first stage all six heavy ones; the
     calibration measures a far smaller fixed cost, and the profile calibrates again on the
     split those costs give."""
-    layers = [_layer(0.0, 1e-5) for _ in range(6)] + [_layer(0.0, 1e-7) for _ in range(3)]
+    layers = [layer(0.0, 1e-5) for _ in range(6)] + [layer(0.0, 1e-7) for _ in range(3)]
     prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
                 link=dict(latency=1e-3, per_byte=1e-9))
     quotas, calls = [0.3, 0.15, 0.3, 0.3], []

@@ -4,19 +4,7 @@
 import pytest
 
 from host_agent.scheduling.profile import costs
-
-
-def _layer(fa, fb, knee=0.0, out=100.0, stash=400.0, params=1000.0):
-    mk = lambda a, b: dict(alpha=a, beta=b, knee=knee, max_rel_err=0.0)
-    return dict(name="L", fit_fwd=mk(fa, fb), fit_bwd=mk(2 * fa, 2 * fb), opt=1e-4, param_bytes=params,
-                out_bytes_per_sample=out, stash_bytes_per_sample=stash, fwd={}, bwd={})
-
-
-def _profile():
-    """A profile of six layers on two stages with CPU quotas (as in test_profile)."""
-    layers = [_layer(1e-4, w * 1e-4) for w in (1, 5, 1, 1, 5, 1)]
-    return dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=1e-4, layers=layers),
-                link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.5, 0.25])
+from tests.testsupport.profiles import two_stage_profile
 
 
 def test_plan_umpipe_prints_the_dual_comparison_on_one_evaluator_and_writes_the_plot(tmp_path, capsys):
@@ -28,7 +16,7 @@ def test_plan_umpipe_prints_the_dual_comparison_on_one_evaluator_and_writes_the_
     from host_agent.scheduling.umpipe import cli
 
     path = tmp_path / "prof.json"
-    path.write_text(json.dumps(_profile()))
+    path.write_text(json.dumps(two_stage_profile()))
     out, png = tmp_path / "plan.json", tmp_path / "plan.png"
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
                      "--json", str(out), "--plot", str(png)]) == 0
@@ -44,7 +32,7 @@ def test_plan_umpipe_prints_the_dual_comparison_on_one_evaluator_and_writes_the_
     # the plot shows iterations of the simulation that made the predictions
     from host_agent.scheduling.orders import expected_makespan
     from host_agent.scheduling.umpipe import family
-    c = costs.build(_profile(), 16, [0.5, 0.25])
+    c = costs.build(two_stage_profile(), 16, [0.5, 0.25])
     fam = family.plan(c, mmax=8, pop=8, gens=3, evals=50, dual_check=False)
     u = fam.best
     assert sum(cli._steady(c, u, i).makespan for i in range(8)) / 8 == pytest.approx(
@@ -71,13 +59,13 @@ def test_plan_umpipe_names_the_profile_in_its_errors(tmp_path, capsys):
     assert cli.main(["--profile", str(bad)]) == 2
     assert f"{bad}:2:1:" in capsys.readouterr().err
     part = tmp_path / "partial.json"
-    p = _profile()
+    p = two_stage_profile()
     del p["stage_quotas"]
     part.write_text(json.dumps(p))
     assert cli.main(["--profile", str(part)]) == 2
     err = capsys.readouterr().err
     assert f"{part}: not a complete saatp profile" in err and "stage_quotas" in err
-    p = _profile()
+    p = two_stage_profile()
     del p["cpu"]["layers"][0]["fit_fwd"]
     part.write_text(json.dumps(p))
     assert cli.main(["--profile", str(part), "--batch", "16"]) == 2
