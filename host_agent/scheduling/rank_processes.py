@@ -52,10 +52,18 @@ def join_world(port: int, rank: int, world: int, backend: str, timeout_s: float,
     return store
 
 
+class RankFailure(RuntimeError):
+    """A rank exited, hung (:class:`.progress.Stalled`) or did not finish in time: what the
+    ranks' logs may explain."""
+
+
 class RankProcesses:
     """The ranks of one run; their logs are ``<log_dir>/rank<R>.log`` (stdout and stderr).
-    As a context manager: on leaving, an exception becomes ``RuntimeError("<what> failed:
-    ...")`` with the logs' tails, and the ranks still running are killed."""
+    As a context manager: on leaving, the ranks still running are killed, and a
+    :class:`RankFailure`, or any exception once a rank has failed, becomes
+    ``RuntimeError("<what> failed: ...")`` with the directory and the logs' tails. Any other
+    exception (the parent's own: a bad option found late, a bug) passes unchanged: the
+    ranks' logs hold nothing about it (``run_dirs.run_dir`` names the directory left)."""
 
     def __init__(self, log_dir: str, what: str = "run"):
         self.log_dir, self.what = log_dir, what
@@ -66,8 +74,10 @@ class RankProcesses:
 
     def __exit__(self, kind, e, tb) -> None:
         try:
-            if isinstance(e, Exception):
-                raise RuntimeError(f"{self.what} failed: {e} (logs in {self.log_dir})\n" + self.log_tails()) from e
+            if isinstance(e, RankFailure) or (isinstance(e, Exception) and self.failed()):
+                tails = self.log_tails()
+                logs = f"the ranks' logs are in {self.log_dir}" + (", their ends:\n" + tails if tails else " (empty)")
+                raise RuntimeError(f"{self.what} failed: {e}\n{logs}") from e
         finally:
             self.kill()
 

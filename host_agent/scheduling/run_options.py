@@ -12,12 +12,15 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from .progress import DEFAULT_STALL_S, add_stall_option
+
 
 @dataclass
 class QuotaRunOptions:
     """Base CPUs of each rank (slowed down slot by slot by the trace CSV ``trace`` or, without
     one, by factors generated from ``trace_seed``), the ``torch.distributed`` backend, the
-    training seed, whether to apply the quotas (cgroup v1) and the processes' time-out."""
+    training seed, whether to apply the quotas (cgroup v1), the processes' time-out and the
+    stall limit (:mod:`.progress`)."""
 
     base_quotas: tuple[float, ...] = (0.4, 0.4, 0.3, 0.3)
     trace: str | None = None  # CSV slot,device,factor or slot,device,quota; None: generated from trace_seed
@@ -26,6 +29,7 @@ class QuotaRunOptions:
     seed: int = 0
     cgroups: bool = True
     timeout_s: float = 120.0
+    stall_s: float = DEFAULT_STALL_S  # a rank without progress this long fails the run (progress.py); 0: never
 
     def check_run_options(self, rank: str) -> None:
         """ValueError naming the field (its option) and the value when a base quota is not a
@@ -39,6 +43,7 @@ class QuotaRunOptions:
             if not ok:
                 raise ValueError(f"base quota of {rank} {r} (--quotas) must be > 0 CPUs, got {q!r}")
         require("timeout_s", self.timeout_s, self.timeout_s > 0, "> 0")
+        require("stall_s", self.stall_s, self.stall_s >= 0, ">= 0 seconds (0: no limit)", "--stall-timeout")
 
     def require_fields(self, checks) -> None:
         """:func:`require` for each ``(field, option, ok, want)`` in order, on the field's value
@@ -58,8 +63,8 @@ def require(name: str, value, ok: bool, want: str, option: str | None = None) ->
 def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: str) -> None:
     """``--model`` (``digits-cnn`` or a ``MODULE:FN`` returning a ``model``), ``--data`` and the
     options of :class:`QuotaRunOptions`: ``--quotas`` (default ``quotas``: base CPUs of each
-    ``rank``), ``--trace``, ``--trace-seed``, ``--backend``, ``--no-cgroups``, ``--seed``; and
-    ``--log-dir`` (not a config field: where the run keeps its files)."""
+    ``rank``), ``--trace``, ``--trace-seed``, ``--backend``, ``--no-cgroups``, ``--seed``,
+    ``--stall-timeout``; and ``--log-dir`` (not a config field: where the run keeps its files)."""
     g = p.add_argument_group("model, data and processes")
     g.add_argument("--model", default="digits-cnn", help=f"digits-cnn or MODULE:FN returning an {model}")
     g.add_argument("--data", default="digits", help="digits or MODULE:FN returning (x_train, y_train, x_test, y_test)")
@@ -71,6 +76,7 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
     g.add_argument("--backend", default="gloo", help="gloo or saatp")
     g.add_argument("--no-cgroups", action="store_true", help="run without CPU quotas")
     g.add_argument("--seed", type=int, default=0)
+    add_stall_option(g, rank)
     g.add_argument("--log-dir", metavar="DIR",
                    help="keep the processes' configs and logs here (default: a temporary directory, "
                    "removed after a successful run)")
@@ -83,8 +89,8 @@ def run_options_from(args: argparse.Namespace) -> dict:
         quotas = tuple(float(q) for q in args.quotas.split(","))
     except ValueError:
         raise ValueError(f"--quotas must be comma-separated CPU quotas (e.g. 0.3,0.2), got {args.quotas!r}") from None
-    return dict(base_quotas=quotas, trace=args.trace,
-                trace_seed=args.trace_seed, backend=args.backend, seed=args.seed, cgroups=not args.no_cgroups)
+    return dict(base_quotas=quotas, trace=args.trace, trace_seed=args.trace_seed, backend=args.backend,
+                seed=args.seed, cgroups=not args.no_cgroups, stall_s=args.stall_timeout)
 
 
 def exit_on_sigterm() -> None:

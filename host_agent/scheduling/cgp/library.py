@@ -29,7 +29,8 @@ from .. import digits
 from ..fn_specs import spec_of
 from ..groups.checks import check_model_on_data
 from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
-from ..rank_processes import RankProcesses, host_store
+from ..progress import StallWatch
+from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .policy import damping
@@ -129,11 +130,16 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
             json.dump(pcfg, f)
         ranks.start("host_agent.scheduling.cgp.procs", path, cfg.workers + 1)
         deadline = time.monotonic() + cfg.timeout_s + cfg.duration_s
+        watch = StallWatch(out_dir, [p.pid for p in ranks.procs], cfg.stall_s, what="worker", unit="gradients")
         started = None
         slot = -1
         while ranks.running():
-            if ranks.failed() or time.monotonic() > deadline:
-                raise RuntimeError("a CGP process failed or the run timed out")
+            if ranks.failed():
+                raise RankFailure(f"CGP process(es) {[r for r, p in enumerate(ranks.procs) if p.poll()]} failed "
+                                   f"(the server is process {cfg.workers})")
+            if time.monotonic() > deadline:
+                raise RankFailure(f"the run did not end {cfg.timeout_s:g} s after its {cfg.duration_s:g} s")
+            watch.check(r for r in range(cfg.workers) if ranks.procs[r].poll() is None)
             if started is None and store.check(["started"]):
                 started = time.monotonic()
             if started is not None and cg:

@@ -48,6 +48,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
+from ..progress import Heartbeat
 from ..rank_processes import join_world, rank_main
 from .grouping import (group_periods, over_bound, predicted_staleness, segment_groups, throughput_loss,
                        worth_switching)
@@ -114,6 +115,7 @@ class Proc:
         paced = self.mode == "cgp" and rank < self.N and cgroup and cfg.get("sustained_periods", True)
         self.quota = cgroups.QuotaReader(cgroup) if paced else None
         dist.barrier()
+        self.beats = Heartbeat(cfg["out_dir"], rank)  # every gradient counts, for the parent's stall watch
         self.t0 = tick()
         if rank == self.ps:
             self.store.set("started", str(time.monotonic()))
@@ -134,6 +136,7 @@ class Proc:
         (``cgroups.quota_paced``): under a quota a step after a wait (for the group, the
         server) runs at full speed on the CPU budget the wait left; only back to back does a
         worker run at its quota's pace, the pace of a worker on its own."""
+        self.beats.beat()
         t0, c0 = tick(), time.process_time()
         vector_to_parameters(w, self.params)
         idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from .. import digits
-from ..rank_processes import RankProcesses, host_store
+from ..progress import StallWatch
+from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .checks import check_model_on_data
@@ -109,20 +110,29 @@ def merge_parts(a: dict, b: dict) -> dict:
     return out
 
 
-def _wait_all(store, keys, ranks: RankProcesses, timeout_s):
+def _wait_all(store, keys, ranks: RankProcesses, timeout_s, watch: StallWatch | None = None):
+    """Until every key of ``keys`` (one per rank) is set; RuntimeError when a rank exits, when
+    a rank whose key is missing makes no progress for the stall limit (``watch``), or after
+    ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
+    if watch:
+        watch.reset()  # the wait between two commands (the parent planning) is no gap
     while True:
-        if all(store.check([k]) for k in keys):
+        missing = [r for r, k in enumerate(keys) if not store.check([k])]
+        if not missing:
             return
+        if watch:
+            watch.check(missing)
         if ranks.exited():
             # a rank's failure is usually every rank's (the same model, data and code): give the
             # others a moment, so that the message names all that exited, not the first
             t_end = time.monotonic() + 2.0
             while time.monotonic() < t_end and len(ranks.exited()) < len(ranks.procs):
                 time.sleep(0.05)
-            raise RuntimeError(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited")
+            raise RankFailure(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {keys}")
+            raise RankFailure(f"timed out after {timeout_s:g} s waiting for process(es) {missing} "
+                              f"({', '.join(keys[r] for r in missing)})")
         time.sleep(0.01)
 
 
@@ -155,7 +165,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     def command(c: dict) -> list[dict]:
         nonlocal n
         store.set(f"cmd/{n}", json.dumps(c))
-        _wait_all(store, [f"meas/{n}/{r}" for r in range(cfg.world)], ranks, cfg.timeout_s)
+        _wait_all(store, [f"meas/{n}/{r}" for r in range(cfg.world)], ranks, cfg.timeout_s, watch)
         got = [json.loads(store.get(f"meas/{n}/{r}")) for r in range(cfg.world)]
         n += 1
         return got
@@ -165,11 +175,12 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
             cg.set(cfg.base_quotas)
         wcfg = dict(world=cfg.world, port=port, model=cfg.model, data=cfg.data, B=cfg.B, lr=cfg.lr,
                     momentum=cfg.momentum, seed=cfg.seed, backend=cfg.backend, timeout_s=cfg.timeout_s,
-                    costs=costs.to_dict(), cgroups=cg.paths if cg else None)
+                    costs=costs.to_dict(), cgroups=cg.paths if cg else None, beat_dir=out_dir)
         cfg_path = os.path.join(out_dir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(wcfg, f)
         ranks.start("host_agent.scheduling.groups.worker", cfg_path, cfg.world)
+        watch = StallWatch(out_dir, [p.pid for p in ranks.procs], cfg.stall_s, what="process")
         probe = command({"kind": "probe"})  # under the base quotas: the planners' first measurements
         est0 = Estimates(np.array([p["speed"] for p in probe]), 0.0, 0.0)
         ar = max(p["allreduce"] for p in probe)

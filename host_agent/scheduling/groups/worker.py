@@ -40,6 +40,7 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
+from ..progress import Heartbeat
 from ..rank_processes import join_world, rank_main
 from .allreduce import weighted_allreduce
 from .costs import LayerCosts, op_work
@@ -107,6 +108,8 @@ class Worker:
         self.warm_up()
         if cfg.get("cgroups"):
             cgroups.join(cfg["cgroups"][rank])
+        # counts every iteration and probe for the parent's stall watch (progress.py)
+        self.beats = Heartbeat(cfg["beat_dir"], rank) if cfg.get("beat_dir") else None
 
     def warm_up(self) -> None:
         """Before the process joins its cgroup: one untimed iteration of the whole model at
@@ -137,6 +140,7 @@ class Worker:
                 break
             if kind == "probe":
                 out = {"speed": self.probe_speed(), "allreduce": self.probe_allreduce()}
+                self.beat()
             elif kind == "slot":
                 st = self.states.get(cmd["method"])
                 if st is None:
@@ -148,6 +152,10 @@ class Worker:
                 raise ValueError(f"unknown command {kind!r}")
             self.store.set(f"meas/{n}/{self.rank}", json.dumps(out))
             n += 1
+
+    def beat(self) -> None:
+        if self.beats:
+            self.beats.beat()
 
     def probe_speed(self, b: int = PROBE_BATCH, min_s: float = 0.08) -> float:
         """Work per second of whole-model forward+backward passes over at least ``min_s``
@@ -230,6 +238,7 @@ class Worker:
             elif it == 0 and probe:
                 out["probe_speed"] = self.probe_speed()
             st.step += 1
+            self.beat()
         if gi is not None and gather:
             self.gather_params(st, plan.groups[gi], gi, n)
         return out

@@ -16,6 +16,7 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
+from ..progress import DEFAULT_STALL_S, Stalled, StallWatch
 from ..rank_processes import free_port
 from ..run_dirs import run_dir
 from .cgroups import CpuQuotas
@@ -47,19 +48,21 @@ def _check_run(run: dict, world: int, B: int) -> None:
 
 
 def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_s: float = 600.0,
-        keep_dir: str | None = None) -> dict:
+        keep_dir: str | None = None, stall_s: float | None = DEFAULT_STALL_S) -> dict:
     """Run the pipeline; ``quotas[r]`` CPUs for rank r (None: no cgroup). Returns
     ``dict(iteration_s=[...], median_s, mean_s, losses=[...], out_dir)``. Raises RuntimeError
-    with the failing ranks' stderr when a stage process fails. The ranks' files go to
+    with the failing ranks' stderr when a stage process fails, and when a stage has finished no
+    iteration for ``stall_s`` (or ten times the longest iteration seen; None: no limit but
+    ``timeout_s``) -- naming each stage's state (``progress.StallWatch``). The ranks' files go to
     ``keep_dir`` (``out_dir`` in the result), else to a temporary directory removed after a
     successful run (``out_dir`` None)."""
     with run_dir("saatp-pipe-", keep_dir) as out_dir:
-        out = _run(cfg, quotas, timeout_s, out_dir)
+        out = _run(cfg, quotas, timeout_s, out_dir, stall_s)
     out["out_dir"] = keep_dir
     return out
 
 
-def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str) -> dict:
+def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str, stall_s: float | None) -> dict:
     world = len(cfg.cuts) + 1
     quotas = list(quotas or [None] * world)
     if len(quotas) != world:
@@ -79,12 +82,19 @@ def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str) -> dict:
                                            cfg_path, str(r)], stdout=err, stderr=subprocess.STDOUT))
             err.close()
         deadline = time.monotonic() + timeout_s
-        failed = []
+        watch = StallWatch(out_dir, [p.pid for p in procs], stall_s, what="stage")
+        failed, why = [], ""
         while any(p.poll() is None for p in procs):
             if time.monotonic() > deadline:
                 failed.append("timeout")
                 break
             if any(p.poll() not in (None, 0) for p in procs):
+                break
+            try:
+                watch.check([r for r, p in enumerate(procs) if p.poll() is None])
+            except Stalled as e:
+                failed.append("stalled")
+                why = f"{e}\n"
                 break
             time.sleep(0.05)
         failed += [r for r, p in enumerate(procs) if p.poll() not in (None, 0)]
@@ -100,7 +110,7 @@ def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str) -> dict:
                     tail = f.read()[-2000:]
                 if tail.strip():
                     logs.append(f"--- rank {r} ---\n{tail}")
-            raise RuntimeError(f"pipeline run failed ({failed}; logs in {out_dir}):\n" + "\n".join(logs))
+            raise RuntimeError(f"pipeline run failed ({failed}; logs in {out_dir}):\n{why}" + "\n".join(logs))
     finally:
         for p in procs:
             if p.poll() is None:

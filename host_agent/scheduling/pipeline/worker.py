@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.distributed as dist
 
+from ..progress import Heartbeat
 from ..rank_processes import rank_main
 from . import cgroups
 from .models import build_layers, cut, load_model
@@ -52,6 +53,7 @@ def stage_main(cfg: StageConfig, rank: int) -> None:
     torch.set_num_threads(cfg.threads)
     dist.init_process_group(cfg.backend, init_method=f"tcp://127.0.0.1:{cfg.port}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=cfg.timeout_s))
+    beats = Heartbeat(cfg.out_dir, rank)  # the parent's stall watch reads it (progress.py)
     try:
         spec = load_model(cfg.model)
         runs = [_Run(cfg, run, spec, rank, world) for run in runs_of(cfg)]
@@ -68,7 +70,9 @@ def stage_main(cfg: StageConfig, rank: int) -> None:
                 r = runs[(i + step) % n] if cfg.rotate else runs[i]
                 for _ in range(cfg.lead if timed else 0):
                     r.iteration(step, x, y, timed=False)
+                    beats.beat()
                 r.iteration(step, x, y, timed=timed)
+                beats.beat()
         results = []
         for i, r in enumerate(runs):
             if cfg.save_params:
@@ -78,6 +82,7 @@ def stage_main(cfg: StageConfig, rank: int) -> None:
         with open(os.path.join(cfg.out_dir, f"rank{rank}.json"), "w") as f:
             json.dump(dict(rank=rank, pid=os.getpid(), runs=results), f)
     finally:
+        beats.close()
         dist.destroy_process_group()
 
 

@@ -36,6 +36,7 @@ from ..costmodel import PipelineCosts, equal_sizes
 from ..orders import expected_makespan, schedule
 from ..pipeline import launch
 from ..pipeline.worker import StageConfig
+from ..progress import DEFAULT_STALL_S
 from .fit import fit_knee
 
 
@@ -117,9 +118,11 @@ def link_latency(runs: list[dict], measured: list[dict], S: int, min_wait: float
 
 
 def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], Ms=(1, 2, 4, 8, 16),
-              steps: int = 3, backend: str = "gloo", prof: dict | None = None) -> dict:
+              steps: int = 3, backend: str = "gloo", prof: dict | None = None,
+              stall_s: float | None = DEFAULT_STALL_S) -> dict:
     """Run the calibration sessions on ``costs``' split; returns the profile's calibration
-    entry. With ``prof`` the points also get the calibrated model's predictions."""
+    entry. With ``prof`` the points also get the calibrated model's predictions. ``stall_s``:
+    :func:`..pipeline.launch.run`'s stall limit."""
     least = int(costs.info.get("min_microbatch", 1))
     Ms = [m for m in Ms if m <= costs.B and min(equal_sizes(costs.B, m)) >= least]
     if len(Ms) < 2:
@@ -131,7 +134,7 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
     cfg = StageConfig(model=model, cuts=list(costs.info["cuts"]), B=costs.B, steps=steps, warmup=1,
                       schedule="ours", backend=backend, trace=True, lead=1, rotate=True,
                       runs=[{k: r[k] for k in ("schedule", "rows", "orders", "label")} for r in runs])
-    res = launch.run(cfg, quotas=list(quotas), timeout_s=1800.0)
+    res = launch.run(cfg, quotas=list(quotas), timeout_s=1800.0, stall_s=stall_s)
     stages = fit_stages(runs, res["runs"], costs.S)
     lat, n_lat = link_latency(runs, res["runs"], costs.S)
     out = dict(B=costs.B, cuts=list(costs.info["cuts"]), quotas=list(quotas), stages=stages, steps=steps,
@@ -157,7 +160,8 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
 
 
 def calibrate_split(prof: dict, model: str, quotas: Sequence[float | None], B: int,
-                    cuts: Sequence[int] | None = None, steps: int = 3, backend: str = "gloo", log=print) -> dict:
+                    cuts: Sequence[int] | None = None, steps: int = 3, backend: str = "gloo", log=print,
+                    stall_s: float | None = DEFAULT_STALL_S) -> dict:
     """The profile's calibration entry: :func:`calibrate` on ``cuts``, or without them on the
     split :func:`.costs.choose_cuts` makes from the layers' tight-loop times and the default
     fixed CPU per op; when the calibrated costs split the layers differently, once more on
@@ -168,7 +172,7 @@ def calibrate_split(prof: dict, model: str, quotas: Sequence[float | None], B: i
     from . import costs as profile_costs
 
     cal = calibrate(profile_costs.build(prof, B, quotas, cuts), model, quotas, steps=steps, backend=backend,
-                    prof=prof)
+                    prof=prof, stall_s=stall_s)
     if cuts is not None:
         return cal
     better = profile_costs.choose_cuts(dict(prof, calibration=cal), quotas, B)
@@ -176,6 +180,6 @@ def calibrate_split(prof: dict, model: str, quotas: Sequence[float | None], B: i
         return cal
     log(f"the calibrated costs split the layers at {better}, not {list(cal['cuts'])}: calibrating on that split")
     again = calibrate(profile_costs.build(prof, B, quotas, better), model, quotas, steps=steps, backend=backend,
-                      prof=prof)
+                      prof=prof, stall_s=stall_s)
     again["first_split"] = {k: cal[k] for k in ("cuts", "points", "stages") if k in cal}
     return again

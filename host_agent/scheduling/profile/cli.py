@@ -16,6 +16,7 @@ import time
 
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, load_model
+from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
 from .calibrate import calibrate_split
 from .fit import fit_knee, fit_line
 from .link import measure_link
@@ -74,9 +75,10 @@ def cgroups_key(q: float | None) -> str:
 
 def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min_s: float = 0.03,
                 link_sizes=(4 << 10, 64 << 10, 512 << 10, 2 << 20), log=print, B: int | None = None,
-                calibrate_steps: int = 3, cuts: list[int] | None = None) -> dict:
+                calibrate_steps: int = 3, cuts: list[int] | None = None,
+                stall_s: float | None = DEFAULT_STALL_S) -> dict:
     """Layer CPU times, link fit, and (if ``B``) a calibration inside real pipeline runs of
-    ``len(quotas)`` stages on the quotas."""
+    ``len(quotas)`` stages on the quotas (``stall_s``: their stall limit, :mod:`..progress`)."""
     spec = load_model(model)
     n_layers = len(build_layers(spec))
     if not 1 <= len(quotas) <= n_layers:
@@ -106,7 +108,8 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
                 link=dict(latency=lat, per_byte=per, points=pts))
     if B:
         log(f"calibrating inside real {len(quotas)}-stage pipeline runs (B={B}) ...")
-        prof["calibration"] = calibrate_split(prof, model, quotas, B, cuts, steps=calibrate_steps, log=log)
+        prof["calibration"] = calibrate_split(prof, model, quotas, B, cuts, steps=calibrate_steps, log=log,
+                                              stall_s=stall_s)
     prof["seconds"] = time.time() - t0
     return prof
 
@@ -125,6 +128,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=64, help="minibatch size B for the calibration runs (default 64)")
     p.add_argument("--cuts", help="layer cuts for the calibration runs (default: chain DP)")
     p.add_argument("--no-calibrate", action="store_true", help="skip the calibration on real pipeline runs")
+    add_stall_option(p, "stage")
     p.add_argument("--out", "--json", dest="out", required=True, metavar="FILE", help="where to write the profile")
 
 
@@ -164,8 +168,9 @@ def run(args: argparse.Namespace) -> int:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
         sizes = parse_sizes(args.sizes)
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
+        check_stall_timeout(args.stall_timeout)
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
-                           cuts=cuts)
+                           cuts=cuts, stall_s=args.stall_timeout)
     except (ValueError, RuntimeError) as e:
         print(f"saatp profile: {e}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ from ..pipeline import cgroups, launch
 from ..pipeline.models import build_layers, load_model
 from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
+from ..progress import add_stall_option, check_stall_timeout
 from ..umpipe import family
 
 SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
@@ -215,6 +216,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-limit", type=float, metavar="MB", help="per-stage memory limit for plans")
     p.add_argument("--backend", default="gloo", help="torch.distributed backend (gloo or saatp)")
     p.add_argument("--seed", type=int, default=0)
+    add_stall_option(p, "stage")
     p.add_argument("--json", metavar="OUT", help="write everything as JSON")
 
 
@@ -276,7 +278,8 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
     shared = f" ({len(runs) - len(unique)} identical to another, measured once)" if len(unique) < len(runs) else ""
     print(f"running {len(unique)} schedule(s){shared} x ({args.warmup} + {steps} x {1 + args.lead}) iterations ...",
           flush=True)
-    got = dict(zip(unique, launch.run(cfg, quotas=list(quotas), timeout_s=max(600.0, 3.0 * n))["runs"]))
+    got = dict(zip(unique, launch.run(cfg, quotas=list(quotas), timeout_s=max(600.0, 3.0 * n),
+                                       stall_s=args.stall_timeout)["runs"]))
     return [got[k] for k in keys]
 
 
@@ -290,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
         M = None if args.microbatches == "best" else int(args.microbatches)
         if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or args.lead < 0:
             raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead >= 0")
+        check_stall_timeout(args.stall_timeout)
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
@@ -300,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.profile} profiles {n_prof} layers of {prof['model']}, "
                                  f"the model has {n_layers} now: run saatp profile again")
         else:
-            prof = profile_cli.run_profile(args.model, quotas, B=args.batch)
+            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, stall_s=args.stall_timeout)
         least = int(prof.get("min_microbatch", 1))
         if args.batch < least:
             raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "

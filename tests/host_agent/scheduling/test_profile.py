@@ -265,14 +265,15 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
             dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2, predicted_s=1.0)]
     launched = []
 
-    def fake_run(cfg, quotas, timeout_s):
+    def fake_run(cfg, quotas, timeout_s, stall_s):
+        assert stall_s == 60.0  # --stall-timeout reaches the launcher
         launched.append([r["label"] for r in cfg.runs])
         return dict(runs=[dict(iteration_s=[1.0 + i / 10] * 3, losses=[0.1]) for i in range(len(cfg.runs))])
 
     monkeypatch.setattr(cli.launch, "run", fake_run)
     c = PipelineCosts.from_arrays(8, [0.004, 0.003], [0.002, 0.001])
     c.info["cuts"] = [1]
-    args = argparse.Namespace(model="vgg-mini", batch=8, warmup=1, backend="gloo", seed=0, lead=1)
+    args = argparse.Namespace(model="vgg-mini", batch=8, warmup=1, backend="gloo", seed=0, lead=1, stall_timeout=60.0)
     got = cli._session(c, args, runs, 3, [None, None])
     assert launched == [["umpipe #1 1f1b", "gpipe M=2", "torch-1f1b M=2"]]  # 1f1b M=2 is umpipe's run
     assert got[0] is got[1] and got[2] is not got[0]
@@ -447,17 +448,19 @@ def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monke
     layers = [layer(0.0, 1e-5) for _ in range(6)] + [layer(0.0, 1e-7) for _ in range(3)]
     prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=0.0, layers=layers),
                 link=dict(latency=1e-3, per_byte=1e-9))
-    quotas, calls = [0.3, 0.15, 0.3, 0.3], []
+    quotas, calls, stalls = [0.3, 0.15, 0.3, 0.3], [], []
 
-    def measured(c, model, quotas, steps=3, backend="gloo", prof=None):
+    def measured(c, model, quotas, steps=3, backend="gloo", prof=None, stall_s=None):
         calls.append(list(c.info["cuts"]))
+        stalls.append(stall_s)
         st = dict(fwd=dict(alpha=1e-5), bwd=dict(alpha=1e-5))
         return dict(cuts=list(c.info["cuts"]), points=[dict(label="gpipe M=1")], stages=[st] * len(quotas))
 
     monkeypatch.setattr(calibrate, "calibrate", measured)
-    cal = calibrate.calibrate_split(prof, "toy", quotas, 32, log=lambda msg: None)
+    cal = calibrate.calibrate_split(prof, "toy", quotas, 32, log=lambda msg: None, stall_s=7.0)
     assert calls[0] == [6, 7, 8] and len(calls) == 2 and calls[1][0] <= 3
     assert cal["cuts"] == calls[1] and cal["first_split"]["cuts"] == [6, 7, 8]
+    assert stalls == [7.0, 7.0]  # the caller's stall limit reaches every calibration session
     calls.clear()
     assert calibrate.calibrate_split(prof, "toy", quotas, 32, cuts=[6, 7, 8])["cuts"] == [6, 7, 8]
     assert calls == [[6, 7, 8]]  # the user's split: calibrated once, kept

@@ -67,7 +67,8 @@ def test_run_options_fill_the_shared_config_fields():
     args = p.parse_args(["--quotas", "0.5,0.25", "--trace-seed", "7", "--no-cgroups", "--backend", "saatp",
                          "--json", "r.json"])
     opts = run_options_from(args)
-    assert opts == dict(base_quotas=(0.5, 0.25), trace=None, trace_seed=7, backend="saatp", seed=0, cgroups=False)
+    assert opts == dict(base_quotas=(0.5, 0.25), trace=None, trace_seed=7, backend="saatp", seed=0, cgroups=False,
+                        stall_s=60.0)
     assert args.model == "digits-cnn" and args.json == "r.json" and args.plot is None
     g = GroupsConfig(world=2, **opts)
     c = CGPConfig(workers=2, **opts)

@@ -87,7 +87,6 @@ def test_single_chromosome_ties_backward_and_dual_seeded_is_no_worse():
 
 
 def test_dgap_bad_parameters():
-    c = random_instance(0)
     with pytest.raises(ValueError):
         DGAP(pop=2)
     with pytest.raises(ValueError):
