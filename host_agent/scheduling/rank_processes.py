@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 import torch
@@ -96,7 +97,19 @@ class RankProcesses:
 
     def failed(self) -> bool:
         """True once any rank has exited with a non-zero status."""
-        return any(p.poll() not in (None, 0) for p in self.procs)
+        return bool(self.failed_ranks())
+
+    def failed_ranks(self) -> list[int]:
+        """The ranks that have exited with a non-zero status."""
+        return [r for r, p in enumerate(self.procs) if p.poll() not in (None, 0)]
+
+    def settle(self, seconds: float = 2.0) -> None:
+        """After a rank's failure: give the others up to ``seconds`` to exit too. A rank's
+        failure is usually every rank's (the same model, data and code), so the message can
+        name all that failed, not the first."""
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end and self.running():
+            time.sleep(0.05)
 
     def exited(self) -> list[int]:
         return [r for r, p in enumerate(self.procs) if p.poll() is not None]

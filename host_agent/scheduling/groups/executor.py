@@ -124,11 +124,7 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s, watch: StallWatch | 
         if watch:
             watch.check(missing)
         if ranks.exited():
-            # a rank's failure is usually every rank's (the same model, data and code): give the
-            # others a moment, so that the message names all that exited, not the first
-            t_end = time.monotonic() + 2.0
-            while time.monotonic() < t_end and len(ranks.exited()) < len(ranks.procs):
-                time.sleep(0.05)
+            ranks.settle()
             raise RankFailure(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited")
         if time.monotonic() > deadline:
             raise RankFailure(f"timed out after {timeout_s:g} s waiting for process(es) {missing} "

@@ -10,17 +10,34 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import replace
 from typing import Sequence
 
-from ..progress import DEFAULT_STALL_S, Stalled, StallWatch
-from ..rank_processes import free_port
+from ..progress import DEFAULT_STALL_S, StallWatch
+from ..rank_processes import RankFailure, RankProcesses, free_port
 from ..run_dirs import run_dir
 from .cgroups import CpuQuotas
 from .worker import StageConfig, config_dict, runs_of
+
+
+def _wait(ranks: RankProcesses, out_dir: str, timeout_s: float, stall_s: float | None) -> None:
+    """Until every stage has exited; :class:`RankFailure` when one exits with an error, when
+    none has finished an iteration for the stall limit (:class:`.progress.StallWatch`), or
+    after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    watch = StallWatch(out_dir, [p.pid for p in ranks.procs], stall_s, what="stage")
+    while ranks.running():
+        if ranks.failed():
+            break
+        if time.monotonic() > deadline:
+            raise RankFailure(f"the stages did not finish within {timeout_s:g} s")
+        watch.check([r for r, p in enumerate(ranks.procs) if p.poll() is None])
+        time.sleep(0.05)
+    if ranks.failed():
+        ranks.settle()
+        raise RankFailure(f"stage(s) {ranks.failed_ranks()} exited with an error")
 
 
 def check_config(cfg: StageConfig) -> None:
@@ -51,9 +68,9 @@ def run(cfg: StageConfig, quotas: Sequence[float | None] | None = None, timeout_
         keep_dir: str | None = None, stall_s: float | None = DEFAULT_STALL_S) -> dict:
     """Run the pipeline; ``quotas[r]`` CPUs for rank r (None: no cgroup). Returns
     ``dict(iteration_s=[...], median_s, mean_s, losses=[...], out_dir)``. Raises RuntimeError
-    with the failing ranks' stderr when a stage process fails, and when a stage has finished no
-    iteration for ``stall_s`` (or ten times the longest iteration seen; None: no limit but
-    ``timeout_s``) -- naming each stage's state (``progress.StallWatch``). The ranks' files go to
+    with the stages' log tails (``rank<R>.log``) when a stage process fails, and when no stage
+    has finished an iteration for ``stall_s`` (or ten times the longest gap seen; None: no
+    limit but ``timeout_s``), naming each stage's state (``progress.StallWatch``). The ranks' files go to
     ``keep_dir`` (``out_dir`` in the result), else to a temporary directory removed after a
     successful run (``out_dir`` None)."""
     with run_dir("saatp-pipe-", keep_dir) as out_dir:
@@ -68,7 +85,6 @@ def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str, stall_s: floa
     if len(quotas) != world:
         raise ValueError(f"{world} stages but {len(quotas)} quotas")
     check_config(cfg)
-    procs: list[subprocess.Popen] = []
     groups = CpuQuotas(prefix=f"saatp-{os.getpid()}-{int(time.time() * 1000) % 10**8}")
     try:
         paths = [groups.create(f"stage{r}", q) if q else None for r, q in enumerate(quotas)]
@@ -76,46 +92,10 @@ def _run(cfg: StageConfig, quotas, timeout_s: float, out_dir: str, stall_s: floa
         cfg_path = os.path.join(out_dir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(config_dict(cfg), f)
-        for r in range(world):
-            err = open(os.path.join(out_dir, f"rank{r}.stderr"), "w")
-            procs.append(subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.pipeline.worker",
-                                           cfg_path, str(r)], stdout=err, stderr=subprocess.STDOUT))
-            err.close()
-        deadline = time.monotonic() + timeout_s
-        watch = StallWatch(out_dir, [p.pid for p in procs], stall_s, what="stage")
-        failed, why = [], ""
-        while any(p.poll() is None for p in procs):
-            if time.monotonic() > deadline:
-                failed.append("timeout")
-                break
-            if any(p.poll() not in (None, 0) for p in procs):
-                break
-            try:
-                watch.check([r for r, p in enumerate(procs) if p.poll() is None])
-            except Stalled as e:
-                failed.append("stalled")
-                why = f"{e}\n"
-                break
-            time.sleep(0.05)
-        failed += [r for r, p in enumerate(procs) if p.poll() not in (None, 0)]
-        if failed:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-            for p in procs:
-                p.wait()
-            logs = []
-            for r in range(world):
-                with open(os.path.join(out_dir, f"rank{r}.stderr")) as f:
-                    tail = f.read()[-2000:]
-                if tail.strip():
-                    logs.append(f"--- rank {r} ---\n{tail}")
-            raise RuntimeError(f"pipeline run failed ({failed}; logs in {out_dir}):\n{why}" + "\n".join(logs))
+        with RankProcesses(out_dir, "pipeline run") as ranks:
+            ranks.start("host_agent.scheduling.pipeline.worker", cfg_path, world)
+            _wait(ranks, out_dir, timeout_s, stall_s)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         left = groups.remove()
         if left:
             print(f"warning: could not remove cgroups {left}", file=sys.stderr)

@@ -288,11 +288,13 @@ def test_a_failed_worker_is_reported_with_every_rank_that_exited():
 
     class Ranks:
         procs = [None] * 4
-        calls = 0
+        settled = False
 
-        def exited(self):  # rank 3 exits first, the others a moment later
-            self.calls += 1
-            return [3] if self.calls < 3 else [0, 1, 2, 3]
+        def settle(self):  # RankProcesses.settle: the others exit a moment later
+            self.settled = True
+
+        def exited(self):  # rank 3 exits first
+            return [0, 1, 2, 3] if self.settled else [3]
     with pytest.raises(RuntimeError, match=r"worker\(s\) \[0, 1, 2, 3\] of 4 exited"):
         _wait_all(Store(), ["meas/0/0"], Ranks(), 10.0)
 

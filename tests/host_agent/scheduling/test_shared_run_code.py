@@ -48,6 +48,16 @@ def test_a_failing_rank_fails_the_run_with_its_log(tmp_path):
     assert os.path.isfile(tmp_path / "rank1.log")
 
 
+def test_settling_waits_for_the_other_ranks_to_fail(tmp_path):
+    with RankProcesses(str(tmp_path)) as ranks:
+        ranks.procs += [subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(3)"]),
+                        subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(1.0); sys.exit(4)"])]
+        while not ranks.failed():
+            time.sleep(0.01)
+        ranks.settle(seconds=60)
+        assert ranks.failed_ranks() == [0, 1] and not ranks.running()
+
+
 def test_leaving_the_ranks_kills_those_still_running(tmp_path):
     script = tmp_path / "sleeper.py"
     script.write_text("import time\ntime.sleep(60)\n")
