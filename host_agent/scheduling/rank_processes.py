@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -102,6 +103,18 @@ class RankProcesses:
     def failed_ranks(self) -> list[int]:
         """The ranks that have exited with a non-zero status."""
         return [r for r, p in enumerate(self.procs) if p.poll() not in (None, 0)]
+
+    def exits(self, noun: str = "rank") -> str:
+        """How the failed ranks ended: ``"rank 1 (killed by SIGKILL), rank 2 (exit status 1)"``."""
+        out = []
+        for r in self.failed_ranks():
+            rc = self.procs[r].returncode
+            try:
+                how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
+            except ValueError:
+                how = f"status {rc}"
+            out.append(f"{noun} {r} ({how})")
+        return ", ".join(out)
 
     def settle(self, seconds: float = 2.0) -> None:
         """After a rank's failure: give the others up to ``seconds`` to exit too. A rank's

@@ -133,10 +133,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
         watch = StallWatch(out_dir, [p.pid for p in ranks.procs], cfg.stall_s, what="worker", unit="gradients")
         started = None
         slot = -1
-        while ranks.running():
-            if ranks.failed():
-                raise RankFailure(f"CGP process(es) {[r for r, p in enumerate(ranks.procs) if p.poll()]} failed "
-                                   f"(the server is process {cfg.workers})")
+        while ranks.running() and not ranks.failed():
             if time.monotonic() > deadline:
                 raise RankFailure(f"the run did not end {cfg.timeout_s:g} s after its {cfg.duration_s:g} s")
             watch.check(r for r in range(cfg.workers) if ranks.procs[r].poll() is None)
@@ -149,6 +146,10 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                     cg.set(list(quotas[s]) + [cfg.ps_quota])
                     applied.append((slot, quotas[s].tolist()))
             time.sleep(0.02)
+        if ranks.failed():
+            ranks.settle()
+            raise RankFailure(f"{ranks.exits('process')} ended the run (workers 0-{cfg.workers - 1}, "
+                              f"the server {cfg.workers})")
     return _collect(cfg, spec, data, out_dir, applied, target_acc)
 
 

@@ -37,7 +37,7 @@ def _wait(ranks: RankProcesses, out_dir: str, timeout_s: float, stall_s: float |
         time.sleep(0.05)
     if ranks.failed():
         ranks.settle()
-        raise RankFailure(f"stage(s) {ranks.failed_ranks()} exited with an error")
+        raise RankFailure(f"{ranks.exits('stage')} ended the run")
 
 
 def check_config(cfg: StageConfig) -> None:

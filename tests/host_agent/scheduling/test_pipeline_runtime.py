@@ -81,7 +81,7 @@ def test_a_failing_stage_fails_the_run_with_its_log(tmp_path):
     with pytest.raises(RuntimeError) as e:
         launch.run(cfg, keep_dir=str(tmp_path), timeout_s=120)
     msg = str(e.value)
-    assert msg.startswith("pipeline run failed: stage(s) [0, 1] exited with an error"), msg
+    assert msg.startswith("pipeline run failed: stage 0 (exit status 1), stage 1 (exit status 1) ended the run"), msg
     assert f"the ranks' logs are in {tmp_path}, their ends:" in msg and "--- rank 1 ---" in msg
     assert "user_models:net() must return a ModelSpec" in msg
 

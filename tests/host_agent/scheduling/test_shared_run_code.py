@@ -56,6 +56,11 @@ def test_settling_waits_for_the_other_ranks_to_fail(tmp_path):
             time.sleep(0.01)
         ranks.settle(seconds=60)
         assert ranks.failed_ranks() == [0, 1] and not ranks.running()
+        assert ranks.exits() == "rank 0 (exit status 3), rank 1 (exit status 4)"
+        ranks.procs.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        ranks.procs[2].kill()
+        ranks.procs[2].wait()
+        assert ranks.exits("worker").endswith("worker 2 (killed by SIGKILL)")
 
 
 def test_leaving_the_ranks_kills_those_still_running(tmp_path):

@@ -1,5 +1,6 @@
 """A hung rank (stopped, deadlocked) fails a run within the stall limit, naming every rank's
-state, instead of keeping it silent until the process group's time-out (300 s or more)."""
+state, instead of keeping it silent until the process group's time-out (300 s or more); a
+killed one fails it at once, saying how it ended."""
 
 import os
 import signal
@@ -226,6 +227,23 @@ def test_a_stopped_worker_fails_a_cgp_run(tmp_path):
     msg = str(box["error"])
     assert "no progress from worker" in msg and f"worker 1 (pid {pid}): stopped (a signal)" in msg, msg
     assert process_state(pid) is None
+
+
+@pytest.mark.slow
+def test_a_killed_worker_ends_a_cgp_run_at_once(tmp_path):
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+
+    cfg = CGPConfig(mode="asp", workers=2, base_quotas=(0.5, 0.5), duration_s=600.0, cgroups=False)
+    t, box = _run_in_thread(lambda: train_cgp("digits-cnn", "digits", cfg, log_dir=str(tmp_path)))
+    pid = rank_pid("host_agent.scheduling.cgp.procs", 1)
+    while (read_count(str(tmp_path), 1) or 0) < 3:
+        assert t.is_alive(), box.get("error")
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    t.join(timeout=120)
+    assert not t.is_alive()
+    msg = str(box["error"])
+    assert msg.startswith("train_cgp (asp) failed: process 1 (killed by SIGKILL)") and "ended the run" in msg, msg
 
 
 def test_a_negative_stall_timeout_is_refused_before_any_process_starts(capsys):
