@@ -40,6 +40,7 @@ from ..pipeline.models import build_layers, load_model
 from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
+from ..rank_processes import BACKENDS
 from ..umpipe import family
 
 SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
@@ -214,7 +215,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", metavar="FILE", help="profile from saatp profile (default: profile now)")
     p.add_argument("--cuts", help="layer cuts, comma-separated (default: the calibration's, else chain DP)")
     p.add_argument("--memory-limit", type=float, metavar="MB", help="per-stage memory limit for plans")
-    p.add_argument("--backend", default="gloo", help="torch.distributed backend (gloo or saatp)")
+    p.add_argument("--backend", default="gloo", choices=BACKENDS, help="torch.distributed backend (default gloo)")
     p.add_argument("--seed", type=int, default=0)
     add_stall_option(p, "stage")
     p.add_argument("--json", metavar="OUT", help="write everything as JSON")
@@ -294,6 +295,7 @@ def run(args: argparse.Namespace) -> int:
         if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or args.lead < 0:
             raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead >= 0")
         check_stall_timeout(args.stall_timeout)
+        cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
@@ -304,12 +306,13 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError(f"{args.profile} profiles {n_prof} layers of {prof['model']}, "
                                  f"the model has {n_layers} now: run saatp profile again")
         else:
-            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, stall_s=args.stall_timeout)
+            # calibrated on the run's own split (--cuts): a calibration on another split is not
+            # used, and until 2026-11-28 it silently left the predictions uncalibrated
+            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout)
         least = int(prof.get("min_microbatch", 1))
         if args.batch < least:
             raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "
                              f"more (the profiler found it, e.g. a BatchNorm refuses one sample)")
-        cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         try:
             costs = profile_costs.build(prof, args.batch, quotas, cuts)
         except (KeyError, TypeError, IndexError, AttributeError) as e:

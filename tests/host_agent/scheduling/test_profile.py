@@ -464,3 +464,22 @@ def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monke
     calls.clear()
     assert calibrate.calibrate_split(prof, "toy", quotas, 32, cuts=[6, 7, 8])["cuts"] == [6, 7, 8]
     assert calls == [[6, 7, 8]]  # the user's split: calibrated once, kept
+
+
+def test_train_pipeline_without_a_profile_calibrates_on_its_cuts(monkeypatch, capsys):
+    """``saatp train pipeline --cuts C`` (no --profile) profiles with the calibration on C: the
+    calibration on the chain DP's split (what it did until 2026-11-28) does not apply to C, so
+    every prediction was silently uncalibrated (a 5-stage run: errors of -80 %)."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile import cli as profile_cli
+    seen = {}
+
+    def fake_profile(model, quotas, **kw):
+        seen.update(kw, stages=len(quotas))
+        raise ValueError("profiled")
+
+    monkeypatch.setattr(profile_cli, "run_profile", fake_profile)
+    assert main(["train", "pipeline", "--model", "vgg-mini", "--stages", "3", "--quota", "none",
+                 "--cuts", "2,7", "--batch", "30"]) == 2
+    assert "profiled" in capsys.readouterr().err
+    assert seen["stages"] == 3 and seen["cuts"] == [2, 7] and seen["B"] == 30
