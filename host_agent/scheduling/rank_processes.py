@@ -28,6 +28,15 @@ import torch.distributed as dist
 from ..free_ports import free_tcp_port
 
 HOST = "127.0.0.1"
+# torch.distributed backends the runs support: every runtime here keeps its tensors on the CPU
+# (NCCL would need CUDA placement, which none does)
+BACKENDS = ("gloo", "saatp")
+
+
+def check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not supported: {' or '.join(BACKENDS)} (the runs keep their "
+                         "tensors on the CPU; nccl would need CUDA tensors)")
 
 
 def free_port() -> int:

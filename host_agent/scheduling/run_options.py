@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from .progress import DEFAULT_STALL_S, add_stall_option
+from .rank_processes import BACKENDS, check_backend
 
 
 @dataclass
@@ -43,6 +44,7 @@ class QuotaRunOptions:
             if not ok:
                 raise ValueError(f"base quota of {rank} {r} (--quotas) must be > 0 CPUs, got {q!r}")
         require("timeout_s", self.timeout_s, self.timeout_s > 0, "> 0")
+        check_backend(self.backend)
         require("stall_s", self.stall_s, self.stall_s >= 0, ">= 0 seconds (0: no limit)", "--stall-timeout")
 
     def require_fields(self, checks) -> None:
@@ -73,7 +75,7 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
                    help="CPU trace, looped: slot,device,factor (base quota / factor) or slot,device,quota "
                    "(CPUs); a (slot, device) it does not name keeps the base quota (default: generated)")
     g.add_argument("--trace-seed", type=int, default=0)
-    g.add_argument("--backend", default="gloo", help="gloo or saatp")
+    g.add_argument("--backend", default="gloo", choices=BACKENDS, help="torch.distributed backend (default gloo)")
     g.add_argument("--no-cgroups", action="store_true", help="run without CPU quotas")
     g.add_argument("--seed", type=int, default=0)
     add_stall_option(g, rank)

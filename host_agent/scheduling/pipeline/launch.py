@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..progress import DEFAULT_STALL_S, StallWatch
-from ..rank_processes import RankFailure, RankProcesses, free_port
+from ..rank_processes import RankFailure, RankProcesses, check_backend, free_port
 from ..run_dirs import run_dir
 from .cgroups import CpuQuotas
 from .worker import StageConfig, config_dict, runs_of
@@ -41,7 +41,9 @@ def _wait(ranks: RankProcesses, out_dir: str, timeout_s: float, stall_s: float |
 
 
 def check_config(cfg: StageConfig) -> None:
-    """ValueError (before any process starts) unless the plan fits the model split."""
+    """ValueError (before any process starts) unless the plan fits the model split and the
+    backend is one the stages support."""
+    check_backend(cfg.backend)
     world = len(cfg.cuts) + 1
     for run in runs_of(cfg):
         _check_run(run, world, cfg.B)

@@ -205,3 +205,20 @@ def test_a_model_module_in_the_current_directory_is_found_as_python_m_finds_it(t
     assert load_fn("saatp_user_model_xyz:fn", "model")() == 42
     with pytest.raises(ValueError, match="cannot load model"):
         load_fn("saatp_no_such_module_xyz:fn", "model")
+
+
+def test_backends_other_than_gloo_and_saatp_are_refused_before_any_process_starts():
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.groups.executor import GroupsConfig
+    from host_agent.scheduling.pipeline.launch import check_config
+    from host_agent.scheduling.pipeline.worker import StageConfig
+
+    for make in (lambda: GroupsConfig(backend="nccl"), lambda: CGPConfig(backend="mpi"),
+                 lambda: check_config(StageConfig(model="vgg-mini", cuts=[5], B=8, steps=1, schedule="torch-gpipe",
+                                                  M=2, backend="nccl"))):
+        with pytest.raises(ValueError, match=r"is not supported: gloo or saatp \(the runs keep their tensors on the CPU"):
+            make()
+    p = argparse.ArgumentParser()
+    add_run_options(p, "nn.Module", "worker", "0.4,0.3")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--backend", "nccl"])
