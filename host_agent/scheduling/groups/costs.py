@@ -46,11 +46,14 @@ class LayerCosts:
 
 
 def _time_layer(layer: nn.Module, x: torch.Tensor, min_s: float) -> float:
-    x = x.detach().requires_grad_()
+    # integer inputs (token ids into an Embedding) take no gradient; the layer's own
+    # parameters still do (until 2026-11-28 requires_grad_ on them failed the whole run)
+    x = x.detach().requires_grad_() if x.is_floating_point() else x.detach()
     reps, t0 = 0, time.perf_counter()
     while True:
         out = layer(x)
-        out.backward(torch.ones_like(out))
+        if out.requires_grad:  # a parameter-free layer on integer inputs has no backward
+            out.backward(torch.ones_like(out))
         reps += 1
         el = time.perf_counter() - t0
         if el >= min_s and reps >= 3:

@@ -573,3 +573,19 @@ def test_the_summary_counts_the_slots_in_which_a_baseline_ran_lyapunovs_plans():
     vs = out["lyapunov_vs"]["bsp"]
     assert (vs["same_plan_slots"], vs["slots"]) == (1, 3)
     assert vs["speedup"] == pytest.approx((0.011 + 0.012 + 0.020) / (0.010 + 0.012 + 0.010))
+
+
+def test_the_layer_profile_takes_integer_inputs_an_embedding_model():
+    """A user's model on token ids (``nn.Embedding`` first, a parameter-free layer after it):
+    the layer profile failed with "only Tensors of floating point dtype can require gradients"
+    before any process started (until 2026-11-28)."""
+    from host_agent.scheduling.groups.costs import profile_layers
+
+    class MeanPool(torch.nn.Module):
+        def forward(self, x):
+            return x.mean(dim=1)
+
+    model = torch.nn.Sequential(torch.nn.Embedding(20, 8), MeanPool(), torch.nn.Linear(8, 3))
+    costs = profile_layers(model, torch.randint(0, 20, (1, 6)), sizes=(2, 4), min_s=0.001)
+    assert costs.n == 3 and costs.out_shapes == [(6, 8), (8,), (3,)]
+    assert costs.param_bytes[0] == 4.0 * 20 * 8 and (costs.beta > 0).all()
