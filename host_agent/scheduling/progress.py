@@ -5,7 +5,8 @@ A dead rank is reported by its exit status at once; a *hung* one (stopped by a s
 debugger, deadlocked, waiting for a peer that is) used to keep a run silent until the process
 group's time-out, 300 s or more. Each rank now counts its units of work (iterations) in a
 small file, ``<dir>/rank<R>.beat``; the parent reads the counts while it waits and raises
-:class:`Stalled` when none of the ranks it waits for has counted for the stall limit, naming every
+:class:`Stalled` when none of the ranks it waits for has counted for the stall limit and none is
+computing (using CPU: the kernel's smallest quota is 0.1 CPU), naming every
 rank's count, its process state and the CPU it used meanwhile (a stopped rank holds up every
 rank that waits for it; a rank that used its whole CPU share is busy in its own code).
 
@@ -23,6 +24,7 @@ from .rank_processes import RankFailure
 DEFAULT_STALL_S = 60.0  # the stall limit's floor unless a command line says otherwise
 STARTUP_S = 120.0  # ... and its floor until a rank has started counting (imports, joining the world)
 GAP_FACTOR = 10.0  # ... and never below this many times the longest gap between two counts seen
+BUSY_CPU = 0.05  # a rank that used this share of a CPU since its last count is computing, not hung
 _WIDTH = 20  # the count is written as this many characters at offset 0 (one pwrite, no truncation)
 
 STATES = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped (a signal)",
@@ -145,8 +147,15 @@ class StallWatch:
         self.poll()
         now, limit = self.clock(), self.limit_s
         ranks = [r for r in (range(len(self.pids)) if waiting is None else waiting) if self._alive(r)]
-        if ranks and now - max(self.since[r] for r in ranks) > limit:
+        if ranks and now - max(self.since[r] for r in ranks) > limit and not self._computing(ranks, now):
             raise Stalled(self.describe(ranks, now))
+
+    def _computing(self, ranks: list[int], now: float) -> bool:
+        """Whether a rank used at least :data:`BUSY_CPU` of a CPU since its last count: a long
+        iteration (a large model under a 0.1-CPU quota) is not a hang. A stopped or blocked
+        rank uses none; one spinning in its own code is not caught here (its peers then fail
+        at the process group's time-out)."""
+        return any(self._cpu(r) - self.cpu_at[r] >= BUSY_CPU * (now - self.since[r]) for r in ranks)
 
     def _alive(self, r: int) -> bool:
         st = process_state(self.pids[r])

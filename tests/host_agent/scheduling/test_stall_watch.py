@@ -12,6 +12,7 @@ import time
 import pytest
 
 from host_agent.scheduling.progress import (
+    BUSY_CPU,
     GAP_FACTOR,
     STARTUP_S,
     Heartbeat,
@@ -134,6 +135,24 @@ def test_reset_starts_every_clock_and_dead_ranks_are_not_waited_for(tmp_path, sl
         w.check()
     assert str(e.value).startswith("no progress from rank 0 for 6 s")  # rank 1 is gone, not hung
     assert "rank 1: gone" in str(e.value)
+
+
+def test_a_rank_that_computes_is_not_stalled(tmp_path, monkeypatch):
+    """A long iteration (a large model under a 0.1-CPU quota) uses CPU; a hung rank does not."""
+    from host_agent.scheduling import progress
+
+    clock, cpu = Clock(), {"s": 0.0}
+    monkeypatch.setattr(progress, "process_state", lambda pid: ("R", cpu["s"]))
+    Heartbeat(str(tmp_path), 0)
+    w = StallWatch(str(tmp_path), [12345], 5.0, clock=clock)
+    w.check()
+    clock.t += 50.0
+    cpu["s"] += 0.1 * 50.0  # computing at a 0.1-CPU quota's pace, far past the 5 s limit
+    w.check()
+    clock.t += 100.0  # then nothing: 5 CPU-s in 150 s is below BUSY_CPU
+    assert cpu["s"] / 150.0 < BUSY_CPU
+    with pytest.raises(Stalled):
+        w.check()
 
 
 def test_process_state_reads_proc(sleepers):
