@@ -79,14 +79,27 @@ def one_tensor(y, i: int, layer: nn.Module) -> torch.Tensor:
                        f"returns one tensor")
 
 
+class NotFloatBoundary(NotOneTensor):
+    """A layer before the last outputs a tensor that is not floating point: no stage boundary
+    may follow it (the wire carries float32, a boundary passes gradients back)."""
+
+
 def check_layer_outputs(spec: ModelSpec, b: int, seed: int = 0) -> None:
     """One forward of ``b`` samples, layer by layer (no gradients): :class:`NotOneTensor` for the
-    first layer whose output is not one tensor."""
+    first layer whose output is not one tensor, :class:`NotFloatBoundary` for the first but the
+    last whose output is not floating point (token ids, say: until 2026-11-28 the profiler
+    failed on them with torch's "normal_kernel_cpu not implemented for 'Long'")."""
     layers = build_layers(spec, seed)
     x, _ = spec.make_batch(int(b), 0)
     with torch.no_grad():
         for i, layer in enumerate(layers):
             x = one_tensor(layer(x), i, layer)
+            if i < len(layers) - 1 and not x.is_floating_point():
+                raise NotFloatBoundary(
+                    f"layer {i} ({type(layer).__name__}) returns a {x.dtype} tensor: every child of the model's "
+                    f"nn.Sequential is a place to cut, and a pipeline stage boundary carries floating-point "
+                    f"activations and their gradients; put layer {i} into one module with the layer that turns "
+                    f"its output into floats (an Embedding, say)")
 
 
 def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, seed: int = 0) -> dict:

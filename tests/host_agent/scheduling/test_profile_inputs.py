@@ -64,3 +64,46 @@ def test_a_layer_that_returns_a_tuple_is_refused_by_name(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert "layer 1 (Pair) returns a tuple" in err and "stage boundary must carry one tensor" in err
     assert "Traceback" not in err and not out.exists()
+
+
+IDS_MODEL = '''
+import torch
+from torch import nn
+
+
+class Wrap(nn.Module):
+    def forward(self, x):
+        return x % 20
+
+
+def spec():
+    return (lambda: nn.Sequential(Wrap(), nn.Embedding(20, 4), nn.Flatten(), nn.Linear(12, 3)),
+            lambda B, step: (torch.randint(0, 50, (B, 3)), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+
+
+def whole():
+    return (lambda: nn.Sequential(nn.Sequential(Wrap(), nn.Embedding(20, 4)), nn.Flatten(), nn.Linear(12, 3)),
+            lambda B, step: (torch.randint(0, 50, (B, 3)), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_a_layer_that_passes_integers_on_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """A layer of token ids before the Embedding: a stage boundary after it would carry integers
+    (the wire sends float32, and no gradient flows back); the profiler failed inside its
+    subprocess with torch's "normal_kernel_cpu not implemented for 'Long'"."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile.measure import NotFloatBoundary, check_layer_outputs
+
+    (tmp_path / "saatp_ids_model_xyz.py").write_text(IDS_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(NotFloatBoundary, match=r"layer 0 \(Wrap\) returns a torch.int64 tensor"):
+        check_layer_outputs(load_model("saatp_ids_model_xyz:spec"), 2)
+    check_layer_outputs(load_model("saatp_ids_model_xyz:whole"), 2)  # the ids inside one layer: fine
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "saatp_ids_model_xyz:spec", "--stages", "2", "--quota", "none",
+                 "--no-calibrate", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "layer 0 (Wrap) returns a torch.int64 tensor" in err and "Traceback" not in err
