@@ -97,7 +97,7 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
         log(f"profiling {spec.name} layers (CPU seconds per op) ...")
         cpu = _profile_cpu(model, sizes, min_s, tmp)
     log("measuring activation transfer between two processes ...")
-    pts = measure_link(link_sizes)
+    pts = measure_link(link_sizes, stall_s=stall_s)
     lat, per = fit_line([p[0] for p in pts], [p[1] for p in pts])
     if cpu["min_microbatch"] > 1:
         log(f"{spec.name} trains on microbatches of {cpu['min_microbatch']} samples or more: "

@@ -24,6 +24,7 @@ import torch.distributed as dist
 
 from ..pipeline import cgroups
 from ..pipeline.wire import isend, recv
+from ..progress import DEFAULT_STALL_S, STARTUP_S, STATES, process_state
 from ..rank_processes import free_port
 
 TAG = 7
@@ -57,12 +58,38 @@ def _pingpong(rank: int, sizes: Sequence[int], min_s: float) -> list[tuple[int, 
 
 
 def measure_link(sizes_bytes: Sequence[int], backend: str = "gloo", min_s: float = 0.05,
-                 timeout_s: float = 300.0, shares: bool | None = None) -> list[tuple[int, float]]:
+                 timeout_s: float = 300.0, shares: bool | None = None,
+                 stall_s: float | None = DEFAULT_STALL_S) -> list[tuple[int, float]]:
+    """``[(bytes, one-way seconds), ...]``. RuntimeError (with the ranks' stderr) as soon as one
+    of the two processes fails, and (naming each one's state) when they have not finished
+    within ``max(stall_s, STARTUP_S)`` (None or 0: ``timeout_s``): a measurement takes seconds,
+    and a rank stopped or killed mid-way held the command for the process group's time-out
+    (120 s) plus ``timeout_s`` (300 s), then failed with ``subprocess.TimeoutExpired``."""
+    limit = max(stall_s, STARTUP_S) if stall_s else timeout_s
+    why = f"--stall-timeout, at least {STARTUP_S:g} s" if stall_s else "the time-out"
     with tempfile.TemporaryDirectory(prefix="saatp-link-") as d:  # the errors come through stderr
-        return _measure_in(d, sizes_bytes, backend, min_s, timeout_s, shares)
+        return _measure_in(d, sizes_bytes, backend, min_s, limit, shares, why)
 
 
-def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: float, shares) -> list[tuple[int, float]]:
+def _wait(procs: list[subprocess.Popen], limit_s: float, why: str) -> None:
+    """Until both ranks have exited, or one has failed (the other is then killed by the caller)."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        codes = [p.poll() for p in procs]
+        if any(codes) or all(c is not None for c in codes):
+            return
+        if time.monotonic() > deadline:
+            states = []
+            for r, p in enumerate(procs):
+                st = process_state(p.pid)
+                states.append(f"rank {r} (pid {p.pid}): " + ("exited" if st is None else STATES.get(st[0], st[0])))
+            raise RuntimeError(f"link measurement: the two processes did not finish within {limit_s:g} s "
+                               f"({why}); " + ", ".join(states))
+        time.sleep(0.05)
+
+
+def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: float, shares,
+                why: str = "the time-out") -> list[tuple[int, float]]:
     if shares is None:
         shares = cgroups.unavailable_reason() is None
     groups = cgroups.CpuQuotas(prefix=f"saatp-{os.getpid()}-link")
@@ -74,9 +101,11 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
         path = os.path.join(d, "config.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
-        procs = [subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.profile.link", path, str(r)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for r in range(2)]
-        errs = [p.communicate(timeout=timeout_s)[1] for p in procs]
+        for r in range(2):
+            with open(os.path.join(d, f"rank{r}.err"), "w") as err:  # a file: a pipe nobody reads can fill
+                procs.append(subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.profile.link", path,
+                                               str(r)], stdout=subprocess.DEVNULL, stderr=err))
+        _wait(procs, timeout_s, why)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -84,9 +113,17 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
                 p.wait()
         groups.remove()
     if any(p.returncode for p in procs):
-        raise RuntimeError("link measurement failed:\n" + "\n".join(e[-2000:] for e in errs))
+        errs = []
+        for r, p in enumerate(procs):
+            with open(os.path.join(d, f"rank{r}.err"), errors="replace") as f:
+                errs.append(f"rank {r} ({_ended(p.returncode)}):\n{f.read()[-2000:]}")
+        raise RuntimeError("link measurement failed:\n" + "\n".join(errs))
     with open(os.path.join(d, "link.json")) as f:
         return [tuple(x) for x in json.load(f)]
+
+
+def _ended(code: int) -> str:
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ from host_agent.scheduling.costmodel import equal_sizes
 from host_agent.scheduling.pipeline.models import load_model
 from host_agent.scheduling.profile import calibrate, costs, fit
 from host_agent.scheduling.profile.measure import profile_layers
+from host_agent.scheduling.progress import process_state
 from tests.testsupport import user_models
 from tests.testsupport.profiles import layer, two_stage_profile
 
@@ -483,3 +484,54 @@ def test_train_pipeline_without_a_profile_calibrates_on_its_cuts(monkeypatch, ca
                  "--cuts", "2,7", "--batch", "30"]) == 2
     assert "profiled" in capsys.readouterr().err
     assert seen["stages"] == 3 and seen["cuts"] == [2, 7] and seen["B"] == 30
+
+
+def _signal_link_rank(sig, box: dict) -> None:
+    import os
+    import time
+
+    from host_agent.scheduling.progress import process_state
+    from tests.testsupport.child_ranks import rank_pid
+    pid = rank_pid("host_agent.scheduling.profile.link", 1, timeout_s=60)
+    time.sleep(0.2)
+    os.kill(pid, sig)
+    box["pid"], box["t"] = pid, time.monotonic()
+    if sig == __import__("signal").SIGSTOP:
+        while (process_state(pid) or ("?",))[0] not in "T?":
+            time.sleep(0.01)
+
+
+@pytest.mark.parametrize("sig_name", ["SIGSTOP", "SIGKILL"])
+def test_a_stopped_or_killed_link_rank_fails_the_link_measurement_soon(sig_name):
+    """The link measurement of ``saatp profile`` (two processes, seconds of work) had no watch: a
+    rank stopped or killed mid-way held the command for the process group's time-out (120 s) plus
+    300 s, then failed with ``subprocess.TimeoutExpired``. Now a killed rank fails it at once,
+    saying how it ended, and a stopped one within the limit, naming its state."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from host_agent.scheduling.profile.link import measure_link
+    sig, box = getattr(signal, sig_name), {}
+    t = threading.Thread(target=_signal_link_rank, args=(sig, box), daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError) as e:
+            measure_link([4 << 10, 2 << 20, 8 << 20, 32 << 20], min_s=2.0, timeout_s=8.0, stall_s=None,
+                         shares=False)
+    finally:
+        t.join(30)
+        if "pid" in box and sig == signal.SIGSTOP:
+            try:
+                os.kill(box["pid"], signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    took = time.monotonic() - t0
+    if sig == signal.SIGSTOP:
+        assert "did not finish within 8 s" in str(e.value) and "rank 1" in str(e.value), e.value
+        assert "stopped (a signal)" in str(e.value) and took < 20
+    else:
+        assert "rank 1 (killed by signal 9)" in str(e.value) and time.monotonic() - box["t"] < 5, e.value
+    assert process_state(box["pid"]) is None or process_state(box["pid"])[0] in "ZX"
