@@ -52,6 +52,28 @@ def host_store(clients: int, timeout_s: float) -> tuple[dist.TCPStore, int]:
     return store, port
 
 
+STORE_CHUNK = 4 << 20  # bytes per store value: torch's (libuv) TCPStore drops a connection that sets over 8 MiB
+
+
+def put_blob(store: dist.Store, key: str, data: bytes) -> None:
+    """``data`` under ``key`` in parts of :data:`STORE_CHUNK` bytes (``key/0``, ``key/1``, ...), then
+    ``key`` = the part count, so a reader blocked on ``key`` finds every part. One value of a
+    model's parameters over 8 MiB (2M float32) failed every rank with "Connection reset by peer"."""
+    n = max(1, -(-len(data) // STORE_CHUNK))
+    for i in range(n):
+        store.set(f"{key}/{i}", data[i * STORE_CHUNK:(i + 1) * STORE_CHUNK])
+    store.set(key, str(n))
+
+
+def get_blob(store: dist.Store, key: str) -> bytes:
+    """What :func:`put_blob` stored under ``key`` (waits for it); the parts are deleted."""
+    n = int(store.get(key))
+    parts = [store.get(f"{key}/{i}") for i in range(n)]
+    for i in range(n):
+        store.delete_key(f"{key}/{i}")
+    return b"".join(parts)
+
+
 def join_world(port: int, rank: int, world: int, backend: str, timeout_s: float, threads: int = 1) -> dist.TCPStore:
     """In a rank: connect to the parent's store, limit torch to ``threads`` threads and join
     the world process group through the store; returns the store."""

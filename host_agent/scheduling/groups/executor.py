@@ -27,7 +27,7 @@ import torch
 
 from .. import digits
 from ..progress import StallWatch
-from ..rank_processes import RankFailure, RankProcesses, host_store
+from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions
 from .checks import check_model_on_data
@@ -249,7 +249,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                 pl.observe_setup(plan, part)
                 qmoved = qmoved or bool(first and active_jumped)  # an active process's quota moved in the slot
                 est[m].update(meas, plan, model_bytes)
-                params = [torch.load(io.BytesIO(store.get(f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
+                params = [torch.load(io.BytesIO(get_blob(store, f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
                 acc = digits.accuracy_of(layers, params[0], data)
                 losses = [l for x in meas for l in x["losses"]]

@@ -41,7 +41,7 @@ from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
 from ..progress import Heartbeat
-from ..rank_processes import join_world, rank_main
+from ..rank_processes import join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
 from .costs import LayerCosts, op_work
 from .plan import ExecPlan, Group, transfers
@@ -324,7 +324,7 @@ class Worker:
             parts.append(buf)
         b = io.BytesIO()
         torch.save(torch.cat(parts), b)
-        self.store.set(f"params/{n}/{gi}", b.getvalue())
+        put_blob(self.store, f"params/{n}/{gi}", b.getvalue())  # a store value holds at most 8 MiB
 
 
 def main(argv: list[str] | None = None) -> int:

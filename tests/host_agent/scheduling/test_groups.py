@@ -589,3 +589,22 @@ def test_the_layer_profile_takes_integer_inputs_an_embedding_model():
     costs = profile_layers(model, torch.randint(0, 20, (1, 6)), sizes=(2, 4), min_s=0.001)
     assert costs.n == 3 and costs.out_shapes == [(6, 8), (8,), (3,)]
     assert costs.param_bytes[0] == 4.0 * 20 * 8 and (costs.beta > 0).all()
+
+
+def test_a_model_over_the_stores_value_limit_trains(tmp_path, monkeypatch):
+    """A model of 3M parameters (12 MB of float32): the leaders hand its parameters to the parent
+    through the TCP store, whose values hold at most 8 MiB; every process failed with
+    "Connection reset by peer" at the end of the first slot (until 2026-11-28)."""
+    import sys
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    (tmp_path / "wide_model_xyz.py").write_text(
+        "from torch import nn\n"
+        "def mlp():\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 40000), nn.ReLU(), nn.Linear(40000, 10))\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "wide_model_xyz", raising=False)
+    cfg = GroupsConfig(methods=("bsp",), model="wide_model_xyz:mlp", world=2, base_quotas=(0.5, 0.5), slots=1,
+                       iters=1, B=32, cgroups=False)
+    slots = run(cfg)["runs"]["bsp"]["slots"]
+    assert len(slots) == 1 and 0.0 <= slots[0]["test_acc"] <= 1.0

@@ -222,3 +222,19 @@ def test_backends_other_than_gloo_and_saatp_are_refused_before_any_process_start
     add_run_options(p, "nn.Module", "worker", "0.4,0.3")
     with pytest.raises(SystemExit):
         p.parse_args(["--backend", "nccl"])
+
+
+def test_a_store_blob_over_the_stores_8_mib_value_limit_round_trips():
+    """torch's TCPStore drops a connection that sets a value over 8 MiB ("Connection reset by
+    peer"); put_blob splits a value into parts, get_blob joins them and deletes the parts."""
+    import os as _os
+
+    from host_agent.scheduling.rank_processes import STORE_CHUNK, get_blob, host_store, put_blob
+    store, _ = host_store(1, 30)
+    data = _os.urandom(20 << 20)
+    put_blob(store, "params/0/0", data)
+    assert store.num_keys() >= 1 + -(-len(data) // STORE_CHUNK)
+    assert get_blob(store, "params/0/0") == data
+    assert not store.check([f"params/0/0/{i}" for i in range(3)])
+    put_blob(store, "small", b"")
+    assert get_blob(store, "small") == b""
