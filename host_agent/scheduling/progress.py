@@ -98,8 +98,13 @@ class StallWatch:
     rank seen so far, so a run whose iterations legitimately take long is not cut short."""
 
     def __init__(self, beat_dir: str, pids: Sequence[int], limit_s: float | None = DEFAULT_STALL_S,
-                 what: str = "rank", unit: str = "iterations", clock: Callable[[], float] = time.monotonic):
+                 what: str = "rank", unit: str = "iterations", clock: Callable[[], float] = time.monotonic,
+                 names: Sequence[str] | None = None):
+        """``what`` names a rank in the messages (``"stage 1"``); ``names``, when given, is
+        every rank's own name instead (a run whose ranks differ: CGP's workers and server)."""
         self.beat_dir, self.pids, self.what, self.unit, self.clock = beat_dir, list(pids), what, unit, clock
+        self.own_names = bool(names)
+        self.names = list(names) if names else [f"{what} {r}" for r in range(len(self.pids))]
         self.floor = limit_s or 0.0
         self.longest_gap = 0.0
         self.count: list[int | None] = [None] * len(self.pids)
@@ -161,23 +166,29 @@ class StallWatch:
         st = process_state(self.pids[r])
         return st is not None and st[0] not in "ZX"
 
+    def _list(self, ranks: list[int]) -> str:
+        """``"stage 0, 1"``, or with names of their own ``"worker 0, the server (rank 4)"``."""
+        if self.own_names:
+            return ", ".join(self.names[r] for r in ranks)
+        return f"{self.what} " + ", ".join(map(str, ranks))
+
     def describe(self, stalled: list[int], now: float) -> str:
-        who = ", ".join(map(str, stalled))
-        lines = [f"no progress from {self.what} {who} for {now - max(self.since[r] for r in stalled):.0f} s "
+        who = self._list(stalled)
+        lines = [f"no progress from {who} for {now - max(self.since[r] for r in stalled):.0f} s "
                  f"(stall limit {self.limit_s:.0f} s: --stall-timeout, or {GAP_FACTOR:g}x the longest gap "
                  f"between two {self.unit} seen); the ranks:"]
         for r in range(len(self.pids)):
             st = process_state(self.pids[r])
             done = "none" if not self.count[r] else str(self.count[r])
             if st is None:
-                lines.append(f"  {self.what} {r}: gone; {self.unit} done {done}")
+                lines.append(f"  {self.names[r]}: gone; {self.unit} done {done}")
                 continue
             state, cpu = st
             busy = cpu - self.cpu_at[r]
-            lines.append(f"  {self.what} {r} (pid {self.pids[r]}): {STATES.get(state, state)}, {self.unit} done "
+            lines.append(f"  {self.names[r]} (pid {self.pids[r]}): {STATES.get(state, state)}, {self.unit} done "
                          f"{done}, {busy:.1f} s CPU in the last {now - self.since[r]:.0f} s")
         stopped = [r for r in range(len(self.pids)) if (process_state(self.pids[r]) or ("?",))[0] in "Tt"]
         if stopped:
-            lines.append(f"  a stopped process ({self.what} {', '.join(map(str, stopped))}) holds up every "
-                         f"{self.what} that waits for it")
+            lines.append(f"  a stopped process ({self._list(stopped)}) holds up every "
+                         f"process that waits for it")
         return "\n".join(lines)

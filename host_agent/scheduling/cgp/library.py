@@ -130,7 +130,8 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
             json.dump(pcfg, f)
         ranks.start("host_agent.scheduling.cgp.procs", path, cfg.workers + 1)
         deadline = time.monotonic() + cfg.timeout_s + cfg.duration_s
-        watch = StallWatch(out_dir, [p.pid for p in ranks.procs], cfg.stall_s, what="worker", unit="gradients")
+        watch = StallWatch(out_dir, [p.pid for p in ranks.procs], cfg.stall_s, unit="gradients",
+                           names=[f"worker {r}" for r in range(cfg.workers)] + [f"the server (rank {cfg.workers})"])
         started = None
         slot = -1
         while ranks.running() and not ranks.failed():

@@ -94,7 +94,7 @@ def test_a_run_without_progress_stalls_and_the_message_names_each_rank(tmp_path,
     assert msg.startswith("no progress from stage 0, 1 for 90 s (stall limit 90 s")
     assert f"stage 0 (pid {sleepers[0].pid}): sleeping, iterations done 4" in msg
     assert f"stage 1 (pid {sleepers[1].pid}): stopped (a signal), iterations done 5" in msg
-    assert "a stopped process (stage 1) holds up every stage that waits for it" in msg
+    assert "a stopped process (stage 1) holds up every process that waits for it" in msg
 
 
 def test_the_limit_follows_the_longest_gap_and_zero_means_none(tmp_path, sleepers):
@@ -153,6 +153,25 @@ def test_a_rank_that_computes_is_not_stalled(tmp_path, monkeypatch):
     assert cpu["s"] / 150.0 < BUSY_CPU
     with pytest.raises(Stalled):
         w.check()
+
+
+def test_ranks_of_different_kinds_are_named_as_such(tmp_path, sleepers):
+    clock = Clock()
+    Heartbeat(str(tmp_path), 0)
+    w = StallWatch(str(tmp_path), [p.pid for p in sleepers], 5.0, clock=clock, unit="gradients",
+                   names=["worker 0", "the server (rank 1)"])
+    w.check()
+    stop(sleepers[1].pid)
+    try:
+        clock.t += 6.0
+        with pytest.raises(Stalled) as e:
+            w.check([0])
+    finally:
+        os.kill(sleepers[1].pid, signal.SIGCONT)
+    msg = str(e.value)
+    assert msg.startswith("no progress from worker 0 for 6 s")
+    assert f"the server (rank 1) (pid {sleepers[1].pid}): stopped (a signal), gradients done none" in msg
+    assert "a stopped process (the server (rank 1)) holds up every process that waits for it" in msg
 
 
 def test_process_state_reads_proc(sleepers):
