@@ -80,12 +80,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"saatp train cgp: {e}", file=sys.stderr)
         return 2
     cmp = compare(runs, args.target)
-    print(f"{'method':15s} {'final acc':>9s} {'at':>7s} {'best acc':>9s} {'t->' + str(args.target):>8s} "
+    w = max(15, *(len(n) for n in runs))  # the ablation's names are longer than the methods'
+    print(f"{'method':{w}s} {'final acc':>9s} {'at':>7s} {'best acc':>9s} {'t->' + str(args.target):>8s} "
           f"{'samples/s':>10s} {'max stale':>17s}")
     for name, r in runs.items():
         tt = r["time_to_target_s"]
         stale = "n/a (synchronous)" if r["max_staleness"] is None else str(r["max_staleness"])
-        print(f"{name:15s} {r['final_acc']:9.3f} {r['final_t_s']:6.1f}s {r['best_acc']:9.3f} "
+        print(f"{name:{w}s} {r['final_acc']:9.3f} {r['final_t_s']:6.1f}s {r['best_acc']:9.3f} "
               f"{'-' if tt is None else f'{tt:.1f} s':>8s} {r.get('samples_per_s', 0):10.0f} {stale:>17s}")
     snap = plans[next(iter(plans))].snapshot_s
     print(f"(final acc: at the end of training; a time to {args.target} is the first snapshot at or above it, "

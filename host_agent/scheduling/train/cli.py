@@ -77,7 +77,8 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
     for sch in schedules:
         if sch == "umpipe":
             if fam.best is None:
-                raise ValueError("no UMPIPE plan fits the memory limits" if limit else "no UMPIPE plan is feasible")
+                raise ValueError(family.no_fit_message(costs, limit[0] / 2**20, mmax) if limit else
+                                 "no UMPIPE plan is feasible")
             pool = family.candidate_pool(costs, fam)
             for i, c in enumerate(spread_by_count(pool, k, lambda c: max(map(len, c.rows))) or [fam.best]):
                 runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,

@@ -240,6 +240,8 @@ def run_profile(args: argparse.Namespace) -> int:
         mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
         print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "
               f"{c.method}: {c.describe()}")
+    if fam.best is None and limit:
+        print(family.no_fit_message(costs, args.memory_limit, mm))
     if fam.dual is not None:
         print(dual_line(fam.dual))
     try:

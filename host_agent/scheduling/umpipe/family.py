@@ -82,6 +82,27 @@ def evaluate(costs: PipelineCosts, rows, kind: str, method: str = "", cap=None,
                      r.peak_samples, mem, fits, None if cap is None else list(cap))
 
 
+def least_memory(costs: PipelineCosts, mmax: int) -> tuple[float, int] | None:
+    """The least per-stage peak memory (bytes, on the fullest stage) a plan of at most
+    ``mmax`` microbatches needs, and the largest microbatch of the plan that gets it: 1F1B
+    with the most microbatches (of at least the model's smallest trainable size), so each
+    stage holds the fewest samples' activations at once. None without memory figures."""
+    b = max(1, int(costs.info.get("min_microbatch", 1)))
+    rows = [equal_sizes(costs.B, max(1, min(mmax, costs.B // b)))] * costs.S
+    mem = memory_of(costs, schedule(costs, rows, "1f1b").peak_samples)
+    return None if mem is None else (max(mem), max(rows[0]))
+
+
+def no_fit_message(costs: PipelineCosts, limit_mb: float, mmax: int) -> str:
+    """Why no plan of at most ``mmax`` microbatches fits ``limit_mb`` per stage, with what the
+    least would need."""
+    least = least_memory(costs, mmax)
+    need = "" if least is None else (f"; the least a plan of at most {mmax} microbatches needs is "
+                                     f"{least[0] / 2**20:.1f} MB on its fullest stage (1F1B, microbatches of "
+                                     f"{least[1]} samples or fewer)")
+    return f"no plan fits the memory limit of {limit_mb:g} MB per stage{need}"
+
+
 def equal_candidates(costs: PipelineCosts, kind: str, Ms: Sequence[int], limit=None) -> list[Candidate]:
     name = "GPipe" if kind == "fill-drain" else "1F1B"
     return [evaluate(costs, [equal_sizes(costs.B, M)] * costs.S, kind, f"{name} (M={M})", limit=limit)

@@ -393,3 +393,22 @@ def test_the_server_reports_the_staleness_it_applied_per_group():
     st.push(1, 3, 1, torch.ones(1))
     st.begin(2)  # a phase starts a new window too
     assert st.window() == {}
+
+
+def test_the_report_table_stays_aligned_with_the_ablations_long_names(monkeypatch, capsys):
+    from emulation.cli import main
+    from host_agent.scheduling.cgp import train_cli
+
+    def fake(model, data, cfg, target_acc, log_dir):
+        return dict(final_acc=0.9, final_t_s=4.0, best_acc=0.91, time_to_target_s=None, samples_per_s=100.0,
+                    max_staleness=None if cfg.mode == "bsp" else 3)
+    monkeypatch.setattr(train_cli, "train_cgp", fake)
+    monkeypatch.setattr(train_cli, "compare", lambda runs, target: {})
+    assert main(["train", "cgp", "--method", "cgp", "--method", "bsp", "--ablation", "--no-cgroups"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("method"))
+    rows = lines[head:head + 7]  # the header, cgp, bsp and the four ablation variants
+    assert [r.split()[0] for r in rows[1:]] == ["cgp", "bsp", "cgp-no-damping", "cgp-inverse", "cgp-no-bound",
+                                                "cgp-barrier-every-phase"]
+    col = rows[0].index("final acc") + len("final acc")  # the column's right edge
+    assert all(r[col - 5:col] == "0.900" for r in rows[1:])

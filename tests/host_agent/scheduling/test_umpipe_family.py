@@ -66,6 +66,18 @@ def test_nothing_fits_returns_no_plan():
     assert fam.best is None and fam.gpipe_best is None and fam.f1b_best is None
 
 
+def test_the_least_memory_a_plan_needs_is_the_boundary_of_nothing_fits():
+    c = _costs()
+    need, b = family.least_memory(c, mmax=8)
+    assert b == 3  # 24 samples in 8 microbatches
+    below = family.plan(c, mmax=8, limit=[need * 0.99] * 4, pop=24, gens=5, evals=50, dual_check=False)
+    at = family.plan(c, mmax=8, limit=[need] * 4, pop=24, gens=5, evals=50, dual_check=False)
+    assert below.best is None and at.best is not None
+    msg = family.no_fit_message(c, need * 0.99 / 2**20, 8)
+    assert msg.startswith("no plan fits the memory limit of") and f"needs is {need / 2**20:.1f} MB" in msg
+    assert "(1F1B, microbatches of 3 samples or fewer)" in msg
+
+
 def test_memory_limits_need_memory_figures():
     c = PipelineCosts.from_arrays(8, [0.1, 0.1], [0.01, 0.01])
     with pytest.raises(ValueError, match="memory figures"):
