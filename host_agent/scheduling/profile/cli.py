@@ -17,6 +17,7 @@ import time
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
+from ..rank_processes import BACKENDS
 from .calibrate import calibrate_split
 from .fit import fit_knee, fit_line
 from .link import measure_link
@@ -76,9 +77,10 @@ def cgroups_key(q: float | None) -> str:
 def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min_s: float = 0.03,
                 link_sizes=(4 << 10, 64 << 10, 512 << 10, 2 << 20), log=print, B: int | None = None,
                 calibrate_steps: int = 3, cuts: list[int] | None = None,
-                stall_s: float | None = DEFAULT_STALL_S) -> dict:
+                stall_s: float | None = DEFAULT_STALL_S, backend: str = "gloo") -> dict:
     """Layer CPU times, link fit, and (if ``B``) a calibration inside real pipeline runs of
-    ``len(quotas)`` stages on the quotas (``stall_s``: their stall limit, :mod:`..progress`)."""
+    ``len(quotas)`` stages on the quotas (``stall_s``: their stall limit, :mod:`..progress`);
+    the link and the calibration runs use ``backend``, the one the training will use."""
     spec = load_model(model)
     n_layers = len(build_layers(spec))
     if not 1 <= len(quotas) <= n_layers:
@@ -97,19 +99,19 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
         log(f"profiling {spec.name} layers (CPU seconds per op) ...")
         cpu = _profile_cpu(model, sizes, min_s, tmp)
     log("measuring activation transfer between two processes ...")
-    pts = measure_link(link_sizes, stall_s=stall_s)
+    pts = measure_link(link_sizes, backend=backend, stall_s=stall_s)
     lat, per = fit_line([p[0] for p in pts], [p[1] for p in pts])
     if cpu["min_microbatch"] > 1:
         log(f"{spec.name} trains on microbatches of {cpu['min_microbatch']} samples or more: "
             f"no plan uses smaller ones")
-    prof = dict(model=model, format=2, sizes=cpu["sizes"], min_microbatch=cpu["min_microbatch"], threads=1,
-                machine=_machine(), stage_quotas=quotas,
+    prof = dict(model=model, format=2, backend=backend, sizes=cpu["sizes"], min_microbatch=cpu["min_microbatch"],
+                threads=1, machine=_machine(), stage_quotas=quotas,
                 cfs_period_s=cgroups.CpuQuotas().period_us / 1e6, cpu=cpu,
                 link=dict(latency=lat, per_byte=per, points=pts))
     if B:
         log(f"calibrating inside real {len(quotas)}-stage pipeline runs (B={B}) ...")
         prof["calibration"] = calibrate_split(prof, model, quotas, B, cuts, steps=calibrate_steps, log=log,
-                                              stall_s=stall_s)
+                                              backend=backend, stall_s=stall_s)
     prof["seconds"] = time.time() - t0
     return prof
 
@@ -129,6 +131,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cuts", help="layer cuts for the calibration runs (default: chain DP)")
     p.add_argument("--no-calibrate", action="store_true", help="skip the calibration on real pipeline runs")
     add_stall_option(p, "stage")
+    p.add_argument("--backend", default="gloo", choices=BACKENDS,
+                   help="torch.distributed backend of the link measurement and the calibration runs: the one "
+                        "saatp train pipeline will use (default gloo)")
     p.add_argument("--out", "--json", dest="out", required=True, metavar="FILE", help="where to write the profile")
 
 
@@ -170,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
         check_stall_timeout(args.stall_timeout)
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
-                           cuts=cuts, stall_s=args.stall_timeout)
+                           cuts=cuts, stall_s=args.stall_timeout, backend=args.backend)
     except (ValueError, RuntimeError) as e:
         print(f"saatp profile: {e}", file=sys.stderr)
         return 2

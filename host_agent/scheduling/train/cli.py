@@ -309,7 +309,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             # calibrated on the run's own split (--cuts): a calibration on another split is not
             # used, and until 2026-11-28 it silently left the predictions uncalibrated
-            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout)
+            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout,
+                                           backend=args.backend)
         least = int(prof.get("min_microbatch", 1))
         if args.batch < least:
             raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "
@@ -327,6 +328,10 @@ def run(args: argparse.Namespace) -> int:
                    f"{args.stages} split at {costs.info['cuts']}")
             print(f"note: {args.profile} {why}: the predictions use the layers' tight-loop times (uncalibrated, "
                   f"errors of tens of per cent); saatp profile with these stages calibrates them", flush=True)
+        if args.profile and prof.get("backend", "gloo") != args.backend:
+            print(f"note: {args.profile} measured its link and calibration runs with {prof.get('backend', 'gloo')}, "
+                  f"this run uses {args.backend}: saatp profile --backend {args.backend} measures them as this run "
+                  f"sends", flush=True)
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
         t0 = time.time()
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,

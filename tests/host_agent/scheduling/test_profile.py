@@ -441,6 +441,27 @@ def test_train_pipeline_refuses_a_profile_of_another_layer_count_and_a_batch_bel
     assert f"{path}: not a complete saatp profile (KeyError: 'fit_fwd')" in capsys.readouterr().err
 
 
+def test_a_profile_measured_with_another_backend_is_noted(tmp_path, capsys):
+    import json
+
+    from emulation.cli import main
+    from host_agent.scheduling.pipeline.models import build_layers
+    n = len(build_layers(load_model("vgg-mini")))
+    prof = dict(model="vgg-mini", format=2, cfs_period_s=0.01, min_microbatch=1,
+                cpu=dict(overhead=0.0, layers=[layer(1e-4, 1e-5) for _ in range(n)]),
+                link=dict(latency=1e-3, per_byte=1e-9))
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(prof))  # no "backend": profiles before 2026-11-28 measured with gloo
+    # a memory limit that nothing meets ends the command right after the notes, before any process starts
+    args = ["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--profile", str(path),
+            "--batch", "8", "--memory-limit", "1e-6"]
+    assert main(args + ["--backend", "saatp"]) == 2
+    assert (f"note: {path} measured its link and calibration runs with gloo, this run uses saatp: "
+            "saatp profile --backend saatp") in capsys.readouterr().out
+    assert main(args) == 2
+    assert "measured its link" not in capsys.readouterr().out
+
+
 def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monkeypatch):
     """Six heavy layers, then three light ones: with the default fixed cost per op the
     slow-quota stage takes a light layer and the first stage all six heavy ones; the
@@ -483,7 +504,10 @@ def test_train_pipeline_without_a_profile_calibrates_on_its_cuts(monkeypatch, ca
     assert main(["train", "pipeline", "--model", "vgg-mini", "--stages", "3", "--quota", "none",
                  "--cuts", "2,7", "--batch", "30"]) == 2
     assert "profiled" in capsys.readouterr().err
-    assert seen["stages"] == 3 and seen["cuts"] == [2, 7] and seen["B"] == 30
+    assert seen["stages"] == 3 and seen["cuts"] == [2, 7] and seen["B"] == 30 and seen["backend"] == "gloo"
+    assert main(["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none",
+                 "--backend", "saatp"]) == 2
+    assert seen["backend"] == "saatp"  # the link and calibration runs send as the training will
 
 
 def _signal_link_rank(sig, box: dict) -> None:
