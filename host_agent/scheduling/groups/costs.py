@@ -47,7 +47,7 @@ class LayerCosts:
 
 def _time_layer(layer: nn.Module, x: torch.Tensor, min_s: float) -> float:
     # integer inputs (token ids into an Embedding) take no gradient; the layer's own
-    # parameters still do (until 2026-11-28 requires_grad_ on them failed the whole run)
+    # parameters still do (until 2026-11-27 (22:00 UTC) requires_grad_ on them failed the whole run)
     x = x.detach().requires_grad_() if x.is_floating_point() else x.detach()
     reps, t0 = 0, time.perf_counter()
     while True:

@@ -87,7 +87,7 @@ class NotFloatBoundary(NotOneTensor):
 def check_layer_outputs(spec: ModelSpec, b: int, seed: int = 0) -> None:
     """One forward of ``b`` samples, layer by layer (no gradients): :class:`NotOneTensor` for the
     first layer whose output is not one tensor, :class:`NotFloatBoundary` for the first but the
-    last whose output is not floating point (token ids, say: until 2026-11-28 the profiler
+    last whose output is not floating point (token ids, say: until 2026-11-27 (22:00 UTC) the profiler
     failed on them with torch's "normal_kernel_cpu not implemented for 'Long'")."""
     layers = build_layers(spec, seed)
     x, _ = spec.make_batch(int(b), 0)

@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
                                  f"the model has {n_layers} now: run saatp profile again")
         else:
             # calibrated on the run's own split (--cuts): a calibration on another split is not
-            # used, and until 2026-11-28 it silently left the predictions uncalibrated
+            # used, and until 2026-11-27 (22:00 UTC) it silently left the predictions uncalibrated
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout,
                                            backend=args.backend)
         least = int(prof.get("min_microbatch", 1))

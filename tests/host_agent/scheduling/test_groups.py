@@ -578,7 +578,7 @@ def test_the_summary_counts_the_slots_in_which_a_baseline_ran_lyapunovs_plans():
 def test_the_layer_profile_takes_integer_inputs_an_embedding_model():
     """A user's model on token ids (``nn.Embedding`` first, a parameter-free layer after it):
     the layer profile failed with "only Tensors of floating point dtype can require gradients"
-    before any process started (until 2026-11-28)."""
+    before any process started (until 2026-11-27 (22:00 UTC))."""
     from host_agent.scheduling.groups.costs import profile_layers
 
     class MeanPool(torch.nn.Module):
@@ -594,7 +594,7 @@ def test_the_layer_profile_takes_integer_inputs_an_embedding_model():
 def test_a_model_over_the_stores_value_limit_trains(tmp_path, monkeypatch):
     """A model of 3M parameters (12 MB of float32): the leaders hand its parameters to the parent
     through the TCP store, whose values hold at most 8 MiB; every process failed with
-    "Connection reset by peer" at the end of the first slot (until 2026-11-28)."""
+    "Connection reset by peer" at the end of the first slot (until 2026-11-27 (22:00 UTC))."""
     import sys
 
     from host_agent.scheduling.groups.executor import GroupsConfig, run

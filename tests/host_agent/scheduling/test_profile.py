@@ -451,7 +451,7 @@ def test_a_profile_measured_with_another_backend_is_noted(tmp_path, capsys):
                 cpu=dict(overhead=0.0, layers=[layer(1e-4, 1e-5) for _ in range(n)]),
                 link=dict(latency=1e-3, per_byte=1e-9))
     path = tmp_path / "p.json"
-    path.write_text(json.dumps(prof))  # no "backend": profiles before 2026-11-28 measured with gloo
+    path.write_text(json.dumps(prof))  # no "backend": profiles before 2026-11-27 (22:00 UTC) measured with gloo
     # a memory limit that nothing meets ends the command right after the notes, before any process starts
     args = ["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--profile", str(path),
             "--batch", "8", "--memory-limit", "1e-6"]
@@ -490,7 +490,7 @@ def test_the_profile_calibrates_again_on_the_split_its_calibration_implies(monke
 
 def test_train_pipeline_without_a_profile_calibrates_on_its_cuts(monkeypatch, capsys):
     """``saatp train pipeline --cuts C`` (no --profile) profiles with the calibration on C: the
-    calibration on the chain DP's split (what it did until 2026-11-28) does not apply to C, so
+    calibration on the chain DP's split (what it did until 2026-11-27 (22:00 UTC)) does not apply to C, so
     every prediction was silently uncalibrated (a 5-stage run: errors of -80 %)."""
     from emulation.cli import main
     from host_agent.scheduling.profile import cli as profile_cli
