@@ -177,6 +177,7 @@ class StallWatch:
         lines = [f"no progress from {who} for {now - max(self.since[r] for r in stalled):.0f} s "
                  f"(stall limit {self.limit_s:.0f} s: --stall-timeout, or {GAP_FACTOR:g}x the longest gap "
                  f"between two {self.unit} seen); the ranks:"]
+        stopped = []
         for r in range(len(self.pids)):
             st = process_state(self.pids[r])
             done = "none" if not self.count[r] else str(self.count[r])
@@ -184,10 +185,10 @@ class StallWatch:
                 lines.append(f"  {self.names[r]}: gone; {self.unit} done {done}")
                 continue
             state, cpu = st
-            busy = cpu - self.cpu_at[r]
+            if state in "Tt":
+                stopped.append(r)
             lines.append(f"  {self.names[r]} (pid {self.pids[r]}): {STATES.get(state, state)}, {self.unit} done "
-                         f"{done}, {busy:.1f} s CPU in the last {now - self.since[r]:.0f} s")
-        stopped = [r for r in range(len(self.pids)) if (process_state(self.pids[r]) or ("?",))[0] in "Tt"]
+                         f"{done}, {cpu - self.cpu_at[r]:.1f} s CPU in the last {now - self.since[r]:.0f} s")
         if stopped:
             lines.append(f"  a stopped process ({self._list(stopped)}) holds up every "
                          f"process that waits for it")

@@ -85,6 +85,16 @@ def join_world(port: int, rank: int, world: int, backend: str, timeout_s: float,
     return store
 
 
+def how_ended(returncode: int) -> str:
+    """A process's exit status in words: ``"exit status 1"``, ``"killed by SIGKILL"``."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        return f"killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
+
+
 class RankFailure(RuntimeError):
     """A rank exited, hung (:class:`.progress.Stalled`) or did not finish in time: what the
     ranks' logs may explain."""
@@ -137,15 +147,7 @@ class RankProcesses:
 
     def exits(self, noun: str = "rank") -> str:
         """How the failed ranks ended: ``"rank 1 (killed by SIGKILL), rank 2 (exit status 1)"``."""
-        out = []
-        for r in self.failed_ranks():
-            rc = self.procs[r].returncode
-            try:
-                how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit status {rc}"
-            except ValueError:
-                how = f"status {rc}"
-            out.append(f"{noun} {r} ({how})")
-        return ", ".join(out)
+        return ", ".join(f"{noun} {r} ({how_ended(self.procs[r].returncode)})" for r in self.failed_ranks())
 
     def settle(self, seconds: float = 2.0) -> None:
         """After a rank's failure: give the others up to ``seconds`` to exit too. A rank's

@@ -25,7 +25,7 @@ import torch.distributed as dist
 from ..pipeline import cgroups
 from ..pipeline.wire import isend, recv
 from ..progress import DEFAULT_STALL_S, STARTUP_S, STATES, process_state
-from ..rank_processes import free_port
+from ..rank_processes import free_port, how_ended
 
 TAG = 7
 
@@ -116,14 +116,10 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
         errs = []
         for r, p in enumerate(procs):
             with open(os.path.join(d, f"rank{r}.err"), errors="replace") as f:
-                errs.append(f"rank {r} ({_ended(p.returncode)}):\n{f.read()[-2000:]}")
+                errs.append(f"rank {r} ({how_ended(p.returncode)}):\n{f.read()[-2000:]}")
         raise RuntimeError("link measurement failed:\n" + "\n".join(errs))
     with open(os.path.join(d, "link.json")) as f:
         return [tuple(x) for x in json.load(f)]
-
-
-def _ended(code: int) -> str:
-    return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
 
 def main(argv: list[str] | None = None) -> int:
