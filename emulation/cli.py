@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from typing import Sequence
 
@@ -211,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt as e:
+        # the command is over: more Ctrl-C's would only interrupt the interpreter's exit (a
+        # traceback from an atexit callback after this line)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if not getattr(e, "run_dir_left", None):
             print("saatp: interrupted", file=sys.stderr)
         return 130

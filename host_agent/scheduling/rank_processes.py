@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from ..free_ports import free_tcp_port
+from .interrupts import held_interrupts
 
 HOST = "127.0.0.1"
 # torch.distributed backends the runs support: every runtime here keeps its tensors on the CPU
@@ -178,11 +179,13 @@ class RankProcesses:
         return "\n".join(out)
 
     def kill(self) -> None:
-        """Kill the ranks still running and reap them."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        """Kill the ranks still running and reap them, with Ctrl-C held meanwhile (a second
+        one left ranks running: :mod:`.interrupts`)."""
+        with held_interrupts():
+            for p in self.procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
 
 
 def rank_main(module: str, body: Callable[[dict, int], None], argv: list[str] | None = None,

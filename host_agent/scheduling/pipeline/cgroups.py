@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import time
 
+from ..interrupts import held_interrupts
+
 CPU_ROOT = "/sys/fs/cgroup/cpu"
 
 
@@ -96,20 +98,22 @@ class CpuQuotas:
 
     def remove(self) -> list[str]:
         """Remove the groups this object created (their processes must have exited); returns
-        the paths that could not be removed."""
+        the paths that could not be removed. Ctrl-C is held meanwhile (a second one left the
+        groups behind: :mod:`..interrupts`)."""
         left = []
-        for path in reversed(self.created):
-            for _ in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:  # EBUSY while an exiting process is still listed
-                    time.sleep(0.05)
-            else:
-                left.append(path)
-        self.created = left
+        with held_interrupts():
+            for path in reversed(self.created):
+                for _ in range(50):
+                    try:
+                        os.rmdir(path)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:  # EBUSY while an exiting process is still listed
+                        time.sleep(0.05)
+                else:
+                    left.append(path)
+            self.created = left
         return left
 
     def __enter__(self) -> "CpuQuotas":

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 
+from ..interrupts import held_interrupts
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
@@ -53,12 +54,19 @@ def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
         path = os.path.join(tmp, "cfg.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
-        r = subprocess.run([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
-        if r.returncode == 3:  # the model itself refuses every size (measure.smallest_runnable)
-            raise ValueError(r.stdout.strip().splitlines()[-1])
-        if r.returncode:
-            raise RuntimeError(f"profiling the layers failed:\n{r.stdout[-3000:]}")
+        proc = subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            stdout, _ = proc.communicate(timeout=1800)
+        finally:
+            with held_interrupts():  # a second Ctrl-C must not leave the child in its group
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        if proc.returncode == 3:  # the model itself refuses every size (measure.smallest_runnable)
+            raise ValueError(stdout.strip().splitlines()[-1])
+        if proc.returncode:
+            raise RuntimeError(f"profiling the layers failed:\n{stdout[-3000:]}")
     finally:
         groups.remove()
     with open(out) as f:

@@ -22,6 +22,7 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
+from ..interrupts import held_interrupts
 from ..pipeline import cgroups
 from ..pipeline.wire import isend, recv
 from ..progress import DEFAULT_STALL_S, STARTUP_S, STATES, process_state
@@ -107,11 +108,12 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
                                                str(r)], stdout=subprocess.DEVNULL, stderr=err))
         _wait(procs, timeout_s, why)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        groups.remove()
+        with held_interrupts():  # a second Ctrl-C must not leave the processes or their groups
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            groups.remove()
     if any(p.returncode for p in procs):
         errs = []
         for r, p in enumerate(procs):

@@ -1,0 +1,108 @@
+"""A second Ctrl-C (or SIGTERM) during a command's clean-up: the clean-up still finishes. Until
+2026-11-28 ``saatp profile`` interrupted during its calibration by four SIGINTs 10-100 ms apart
+left two stage processes running and their three cgroups behind, and more Ctrl-C's after the
+"saatp: interrupted" line printed a traceback from an atexit callback."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from host_agent.scheduling.interrupts import held_interrupts
+from host_agent.scheduling.pipeline import cgroups
+from host_agent.scheduling.rank_processes import RankProcesses
+
+
+def test_held_interrupts_finish_the_block_then_raise():
+    done = []
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        with held_interrupts():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here: without the hold, KeyboardInterrupt now
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            done.append(1)
+    assert done == [1]
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_held_interrupts_without_a_signal_raise_nothing():
+    with held_interrupts():
+        pass
+
+
+def test_a_second_ctrl_c_while_killing_the_ranks_kills_them_all(tmp_path, monkeypatch):
+    ranks = RankProcesses(str(tmp_path))
+    ranks.procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    first = ranks.procs[0]
+    real_wait = first.wait
+
+    def wait_interrupted(*a, **k):  # Ctrl-C again while the first rank is being reaped
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        return real_wait(*a, **k)
+
+    monkeypatch.setattr(first, "wait", wait_interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ranks.kill()
+        assert [p.poll() is not None for p in ranks.procs] == [True, True, True]
+    finally:
+        monkeypatch.undo()
+        for p in ranks.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@pytest.mark.skipif(cgroups.unavailable_reason() is not None,
+                    reason=f"cgroup v1 CPU quotas: {cgroups.unavailable_reason()}")
+def test_a_second_ctrl_c_while_removing_the_groups_removes_them_all(monkeypatch):
+    groups = cgroups.CpuQuotas(prefix=f"saatp-test-{os.getpid()}-held")
+    paths = [groups.create(f"stage{r}", 0.5) for r in range(3)]
+    real_rmdir = os.rmdir
+    calls = []
+
+    def rmdir_interrupted(path):
+        if not calls:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        calls.append(path)
+        return real_rmdir(path)
+
+    monkeypatch.setattr(cgroups.os, "rmdir", rmdir_interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            groups.remove()
+        assert [os.path.exists(p) for p in paths] == [False, False, False]
+    finally:
+        monkeypatch.undo()
+        for p in paths:
+            if os.path.exists(p):
+                os.rmdir(p)
+
+
+COMMAND = """
+import atexit, os, signal, sys, time
+from emulation import cli
+
+def more_ctrl_c():  # the user keeps pressing Ctrl-C while the interpreter exits
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.1)
+
+def command(group, name, rest):
+    atexit.register(more_ctrl_c)
+    raise KeyboardInterrupt
+
+cli._run_lazy = command
+sys.exit(cli.main(["plan", "umpipe"]))
+"""
+
+
+def test_ctrl_c_after_the_interrupted_line_prints_nothing_more():
+    r = subprocess.run([sys.executable, "-c", COMMAND], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (130, "saatp: interrupted\n")
