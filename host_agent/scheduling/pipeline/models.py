@@ -136,17 +136,26 @@ def load_model(spec: str) -> ModelSpec:
         return BUILTIN[spec]
     if ":" not in spec:
         raise ValueError(f"unknown model {spec!r}: use {', '.join(BUILTIN)} or MODULE:FN")
-    got = load_fn(spec, "model")()
+    fn = load_fn(spec, "model")
+    if not callable(fn):
+        raise ValueError(f"model {spec!r}: {spec.split(':', 1)[1]} is {fn!r:.60} ({type(fn).__name__}), not a function "
+                         f"returning a ModelSpec or (sequential|builder, make_batch, loss_sum)")
+    got = fn()
     if isinstance(got, ModelSpec):
         return got
     if isinstance(got, tuple) and len(got) == 3:
         seq, batch, loss = got
-        if isinstance(seq, nn.Module):
-            # a built model: every build is a fresh copy of it as FN returned it (the runs of a
-            # session each train their own copy; handing out the object itself made them all
-            # train one set of weights). Its weights are FN's, whatever the seed.
+        if isinstance(seq, (nn.Module, list, tuple)):
+            # a built model (an nn.Sequential or a list of modules): every build is a fresh copy
+            # of it as FN returned it (the runs of a session each train their own copy; handing
+            # out the object itself made them all train one set of weights). Its weights are
+            # FN's, whatever the seed. A built list failed with "'list' object is not callable"
+            # until 2026-11-28.
             pristine = copy.deepcopy(seq)
             return ModelSpec(spec, lambda: copy.deepcopy(pristine), batch, loss)
+        if not callable(seq):
+            raise ValueError(f"{spec}() returned {seq!r:.60} ({type(seq).__name__}) as the model: expected an nn.Sequential, "
+                             f"a list of modules or a function building one")
         return ModelSpec(spec, seq, batch, loss)
     raise ValueError(f"{spec}() must return a ModelSpec or (sequential|builder, make_batch, loss_sum)")
 
@@ -157,7 +166,10 @@ def build_layers(spec: ModelSpec, seed: int = 0) -> nn.Sequential:
     m = spec.build()
     if isinstance(m, nn.Sequential):
         return m
-    if isinstance(m, (list, tuple)):
+    if isinstance(m, (list, tuple, nn.ModuleList)):
+        bad = [f"{i} ({type(x).__name__})" for i, x in enumerate(m) if not isinstance(x, nn.Module)]
+        if bad:
+            raise ValueError(f"model {spec.name}: item {', '.join(bad)} of its list is not an nn.Module")
         return nn.Sequential(*m)
     raise ValueError(f"model {spec.name} must be an nn.Sequential or a list of modules, got {type(m).__name__}")
 

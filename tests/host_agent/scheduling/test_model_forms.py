@@ -1,0 +1,117 @@
+"""The forms a ``MODULE:FN`` model may take (the issue: "nn.Sequential (or a list of modules)"),
+and what the commands say about the ones they cannot use. Until 2026-11-28 a *built* list of
+modules failed every command with "TypeError: 'list' object is not callable", and an FN that
+is not a function with "'int' object is not callable", both as tracebacks."""
+
+import pytest
+import torch
+from torch import nn
+
+from host_agent.scheduling.pipeline import launch, reference
+from host_agent.scheduling.pipeline.models import build_layers, load_model
+from host_agent.scheduling.pipeline.worker import StageConfig
+
+MODELS = '''
+import torch
+from torch import nn
+
+
+def batch(B, step):
+    g = torch.Generator().manual_seed(step)
+    return torch.randn(B, 6, generator=g), torch.randint(0, 3, (B,), generator=g)
+
+
+def loss(out, y):
+    return nn.functional.cross_entropy(out, y, reduction="sum")
+
+
+def layers():
+    torch.manual_seed(5)
+    return [nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.Tanh(), nn.Linear(12, 3)]
+
+
+def built_list():
+    return (layers(), batch, loss)
+
+
+def built_tuple():
+    return (tuple(layers()), batch, loss)
+
+
+def list_builder():
+    return (layers, batch, loss)
+
+
+def module_list_builder():
+    return (lambda: nn.ModuleList(layers()), batch, loss)
+
+
+def not_modules():
+    return ([nn.Linear(6, 3), "relu"], batch, loss)
+
+
+def not_a_builder():
+    return (42, batch, loss)
+
+
+def a_single_module():
+    return (nn.Linear(6, 3), batch, loss)
+
+
+NOT_A_FUNCTION = 5
+'''
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    (tmp_path / "saatp_model_forms_xyz.py").write_text(MODELS)
+    monkeypatch.chdir(tmp_path)  # the stage processes find it there too (python -m)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "saatp_model_forms_xyz"
+
+
+@pytest.mark.parametrize("fn", ["built_list", "built_tuple", "list_builder", "module_list_builder"])
+def test_a_list_of_modules_is_a_model(models, fn):
+    spec = load_model(f"{models}:{fn}")
+    a, b = build_layers(spec, seed=0), build_layers(spec, seed=1)
+    assert isinstance(a, nn.Sequential) and len(a) == 5
+    assert a[0].weight is not b[0].weight  # every run gets its own copy
+    torch.testing.assert_close(a[0].weight, b[0].weight)  # FN seeds its own weights
+
+
+def test_a_built_list_trains_in_the_pipeline_as_in_one_process(models, tmp_path):
+    B, cuts, rows = 6, [2, 4], [[2, 4], [3, 3], [6]]
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.orders import schedule
+
+    costs = PipelineCosts.from_arrays(B, [0.1] * 3, [0.01] * 3, send_lat=0.01)
+    cfg = StageConfig(model=f"{models}:built_list", cuts=cuts, B=B, steps=2, warmup=0, schedule="ours",
+                      rows=rows, orders=schedule(costs, rows, "1f1b").orders, save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path / "run"))
+    want = reference.train(f"{models}:built_list", cuts, B, 2)
+    for r in range(3):
+        got = torch.load(tmp_path / "run" / f"rank{r}.run0.pt")
+        for k in got:
+            torch.testing.assert_close(got[k], want[r][k], rtol=1e-4, atol=1e-5)
+    assert len(out["iteration_s"]) == 2
+
+
+@pytest.mark.parametrize("fn, message", [
+    ("not_modules", r"item 1 \(str\) of its list is not an nn.Module"),
+    ("not_a_builder", r"returned 42 \(int\) as the model: expected an nn.Sequential, a list of modules"),
+    ("a_single_module", r"must be an nn.Sequential or a list of modules, got Linear"),
+    ("NOT_A_FUNCTION", r"NOT_A_FUNCTION is 5 \(int\), not a function"),
+])
+def test_what_is_not_a_model_is_named(models, fn, message):
+    with pytest.raises(ValueError, match=message):
+        build_layers(load_model(f"{models}:{fn}"))
+
+
+def test_the_command_names_a_bad_model_without_a_traceback(models, tmp_path, capsys):
+    from emulation.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", f"{models}:not_a_builder", "--stages", "2", "--quota", "none",
+                 "--no-calibrate", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "returned 42 (int) as the model" in err and "Traceback" not in err and not out.exists()
