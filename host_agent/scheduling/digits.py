@@ -29,6 +29,8 @@ class Dataset:
             raise ValueError("data set: inputs and labels differ in length")
         if len(self.x_train) == 0:
             raise ValueError("data set: empty training split")
+        if len(self.x_test) == 0:  # the runs' accuracy is on the test split: it came out as NaN
+            raise ValueError("data set: empty test split (x_test, y_test): the runs measure test accuracy on it")
         # what a user's arrays often are (numpy: float64 features, int32 labels) made what the
         # models and the loss take: float inputs in torch's default dtype, int64 class labels
         for name in ("x_train", "x_test"):
@@ -38,6 +40,9 @@ class Dataset:
             y = torch.as_tensor(getattr(self, name))
             if y.is_floating_point() or y.dtype == torch.bool:
                 raise ValueError(f"data set: {name} must hold integer class labels, got {y.dtype}")
+            if y.dim() != 1:  # the loss takes one class per sample: [n, 1] failed in every rank
+                raise ValueError(f"data set: {name} must be one class label per sample (shape [n]), got shape "
+                                 f"{list(y.shape)}")
             setattr(self, name, y.to(torch.int64))
 
 

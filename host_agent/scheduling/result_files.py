@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable
 
 
@@ -14,17 +15,44 @@ def add_result_file_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="PNG", help="write a plot of the result here")
 
 
+def check_result_files(json_path: str | None, plot_path: str | None) -> None:
+    """Before a run: each path's directory is made if it is missing; ValueError naming the
+    option and the path when the path is a directory, its directory cannot be made, or the
+    plot's suffix is not a format matplotlib writes. The files are written after the run: until
+    2026-11-28 ``--json new/r.json`` failed there, with a traceback, and the run's result was
+    lost."""
+    for option, path in (("--json", json_path), ("--plot", plot_path)):
+        if not path:
+            continue
+        if os.path.isdir(path):
+            raise ValueError(f"{option} {path}: is a directory, not a file")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"{option} {path}: cannot make its directory ({e.strerror})") from None
+    ext = os.path.splitext(plot_path or "")[1][1:].lower()
+    if ext:  # no suffix: matplotlib writes a PNG
+        from matplotlib.backend_bases import FigureCanvasBase
+        formats = FigureCanvasBase.get_supported_filetypes()
+        if ext not in formats:
+            raise ValueError(f"--plot {plot_path}: matplotlib writes no .{ext} files (it writes "
+                             f"{', '.join('.' + f for f in sorted(formats))})")
+
+
 def write_json(path: str, result) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
 
 
 def write_result_files(result: dict, json_path: str | None, plot_path: str | None,
                        plot: Callable[[dict, str], None]) -> None:
-    """Each file that has a path, then ``wrote PATH`` on stdout."""
+    """Each file that has a path (its directory made if it is missing), then ``wrote PATH`` on
+    stdout."""
     if json_path:
         write_json(json_path, result)
         print(f"wrote {json_path}")
     if plot_path:
+        os.makedirs(os.path.dirname(os.path.abspath(plot_path)), exist_ok=True)
         plot(result, plot_path)
         print(f"wrote {plot_path}")

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+
+@contextmanager
+def _only_run_in(d: str) -> Iterator[None]:
+    """Hold an exclusive lock on the directory ``d`` (``flock``, released when the run ends or its
+    process dies); ValueError naming it when another run holds it. Two runs given one
+    ``--log-dir`` wrote the same ``config.json``, logs and results: until 2026-11-28 the second
+    of two ``saatp train cgp --log-dir DIR`` started 2 s apart failed in a rank with "Gloo
+    connectFullMesh failed ... Connection refused"; both had written DIR/asp/config.json)."""
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ValueError(f"{d}: another run is using this directory for its configs, logs and results; give "
+                             f"each run a directory of its own (--log-dir)") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -23,7 +43,8 @@ def run_dir(prefix: str, keep: str | None = None) -> Iterator[str]:
     name it again."""
     if keep is not None:
         os.makedirs(keep, exist_ok=True)
-        yield keep
+        with _only_run_in(keep):
+            yield keep
         return
     d = tempfile.mkdtemp(prefix=prefix)
     try:

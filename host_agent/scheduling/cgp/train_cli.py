@@ -14,7 +14,11 @@ import sys
 from dataclasses import replace
 
 from ..groups.plot import plot_cgp
-from ..result_files import add_result_file_options, write_result_files
+from ..result_files import (
+    add_result_file_options,
+    check_result_files,
+    write_result_files,
+)
 from ..run_options import add_run_options, exit_on_sigterm, require, run_options_from
 from .library import MODES, CGPConfig, compare, train_cgp
 
@@ -63,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     exit_on_sigterm()
     try:
         require("--target", args.target, 0 < args.target <= 1, "a test accuracy in (0, 1]")
+        check_result_files(args.json, args.plot)  # before the run, not after it
         opts = run_options_from(args)
         base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
                          duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R,
@@ -94,5 +99,9 @@ def run(args: argparse.Namespace) -> int:
     for name, c in cmp.items():
         print(f"cgp vs {name}: time to target {time_ratio(c)}, final accuracy {c['acc_diff_pp']:+.1f} pp")
     res = dict(runs=runs, target_acc=args.target, comparison=cmp)
-    write_result_files(res, args.json, args.plot, plot_cgp)
+    try:
+        write_result_files(res, args.json, args.plot, plot_cgp)
+    except OSError as e:  # checked before the run, so rare: a full disk, a file removed meanwhile
+        print(f"saatp train cgp: {e}", file=sys.stderr)
+        return 2
     return 0

@@ -11,26 +11,31 @@ from ..digits import Dataset
 
 
 def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, samples: int = 4) -> int:
-    """One forward pass of ``samples`` training inputs in eval mode (no gradient, the module's
-    mode restored): the model must take the data's inputs and give one row of class scores per
-    sample, at least as many as the labels need (labels ``0..C-1`` of both splits: the loss is
-    cross-entropy on class labels). Returns the number of outputs; ValueError naming the model,
-    the shapes and the labels otherwise."""
-    x = data.x_train[:samples]
+    """One forward pass of ``samples`` training inputs, and one of test inputs, in eval mode (no
+    gradient, the module's mode restored): the model must take both splits' inputs (until
+    2026-11-28 test inputs it could not take failed the first accuracy, after a slot or after
+    the whole run) and give one row of class scores per sample, at least as many as the labels
+    need (labels ``0..C-1`` of both splits: the loss is cross-entropy on class labels). Returns
+    the number of outputs; ValueError naming the model, the shapes and the labels otherwise."""
+    outs = []
     was = model.training
     model.eval()
     try:
-        with torch.no_grad():
-            out = model(x)
-    except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the shapes
-        raise ValueError(f"model {model_name} fails on the data set's inputs (a batch of shape {list(x.shape)}): "
-                         f"{type(e).__name__}: {e}") from None
+        for split, x in (("inputs", data.x_train[:samples]), ("test inputs", data.x_test[:samples])):
+            try:
+                with torch.no_grad():
+                    out = model(x)
+            except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the shapes
+                raise ValueError(f"model {model_name} fails on the data set's {split} (a batch of shape "
+                                 f"{list(x.shape)}): {type(e).__name__}: {e}") from None
+            if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):
+                got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise ValueError(f"model {model_name} must give one row of class scores per sample ([{len(x)}, "
+                                 f"classes] for {split} of shape {list(x.shape)}), got {got}")
+            outs.append(out)
     finally:
         model.train(was)
-    if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):
-        got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ValueError(f"model {model_name} must give one row of class scores per sample ([{len(x)}, classes] "
-                         f"for inputs of shape {list(x.shape)}), got {got}")
+    out = outs[0]
     labels = torch.cat([data.y_train.reshape(-1), data.y_test.reshape(-1)])
     lo, hi = int(labels.min()), int(labels.max())
     if lo < 0:

@@ -10,7 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..result_files import add_result_file_options, write_result_files
+from ..result_files import (
+    add_result_file_options,
+    check_result_files,
+    write_result_files,
+)
 from ..run_options import add_run_options, exit_on_sigterm, run_options_from
 from . import executor
 from .executor import GroupsConfig
@@ -42,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     exit_on_sigterm()
     try:
+        check_result_files(args.json, args.plot)  # before the run, not after it
         methods = tuple(dict.fromkeys(m for x in (args.planner or ["lyapunov", "bsp", "lbbsp"])
                                       for m in (METHODS if x == "all" else (x,))))
         opts = run_options_from(args)
@@ -71,5 +76,9 @@ def run(args: argparse.Namespace) -> int:
         r = v["batch_time_reduction"] * 100
         print(f"lyapunov vs {m}: batch time {abs(r):.1f}% {'lower' if r >= 0 else 'higher'} ({v['speedup']:.2f}x); "
               f"the same plans in {v['same_plan_slots']} of {v['slots']} slots")
-    write_result_files(res, args.json, args.plot, plot_groups)
+    try:
+        write_result_files(res, args.json, args.plot, plot_groups)
+    except OSError as e:  # checked before the run, so rare: a full disk, a file removed meanwhile
+        print(f"saatp train groups: {e}", file=sys.stderr)
+        return 2
     return 0

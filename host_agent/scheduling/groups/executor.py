@@ -29,7 +29,7 @@ from .. import digits
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions
+from ..run_options import QuotaRunOptions, require
 from .checks import check_model_on_data
 from .costs import profile_layers
 from .plan import ExecPlan
@@ -144,11 +144,15 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
 
 def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     data = digits.dataset_from(cfg.data)
+    # a global batch takes B distinct samples of the training split (sampler.ShareSampler), which
+    # refused a larger B in every worker after start-up
+    require("B", cfg.B, cfg.B <= len(data.x_train), f"at most the training split's {len(data.x_train)} samples",
+            "--batch")
     torch.manual_seed(1)
     layers = digits.sequential_from(cfg.model)
     check_model_on_data(layers, data, cfg.model)  # here, not in every worker after start-up
     quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed,
-                                   noun="processes"), cfg.hold, axis=0)[:cfg.slots]
+                                   noun="processes", warn=cfg.cgroups), cfg.hold, axis=0)[:cfg.slots]
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp

@@ -59,12 +59,12 @@ def _warn_clamped(path: str, low: list[tuple]) -> None:
 
 
 def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None,
-                  noun: str = "processes") -> np.ndarray:
+                  noun: str = "processes", warn: bool = True) -> np.ndarray:
     """[slots, n] slowdown factors of a trace CSV: ``slot,device,factor`` as written, or
     ``slot,device,quota`` (CPUs; needs ``base``) as ``base[device] / quota``. ValueError with
     ``path:line`` for a device the run does not have (``n`` ``noun``) or a (slot, device) given
-    twice; with ``base``, a warning on stderr names each row whose quota is below the kernel's
-    minimum (:data:`MIN_QUOTA`, where :func:`quota_matrix` clamps it)."""
+    twice; with ``base`` and ``warn``, a warning on stderr names each row whose quota is below
+    the kernel's minimum (:data:`MIN_QUOTA`, where :func:`quota_matrix` clamps it)."""
     kind, rows = read_slot_csv(path, ("factor", "quota"))
     lines = _row_lines(path, len(rows))
     seen: dict[tuple[int, int], int | None] = {}
@@ -79,7 +79,7 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
         seen[(s, d)] = ln
     if kind == "quota" and base is None:
         raise ValueError(f"{path}: a quota trace needs the base quotas")
-    if base is not None:
+    if base is not None and warn:
         if kind == "quota":
             low = [(ln, s, d, f"quota {x:g}") for (s, d, x), ln in zip(rows, lines) if x < MIN_QUOTA - 1e-9]
         else:
@@ -101,16 +101,17 @@ def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
 
 
 def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0,
-                noun: str = "processes") -> np.ndarray:
+                noun: str = "processes", warn: bool = True) -> np.ndarray:
     """[slots, n] CPUs per process per slot: ``base`` slowed down by the factors of the trace
     CSV ``trace`` (or set to its quotas) or, without one, generated from ``seed``; ``noun``
-    names the ranks in errors."""
+    names the ranks in errors. ``warn``: say which quotas the kernel's minimum raises (a run
+    without cgroups applies none: until 2026-11-28 ``--no-cgroups`` still said "they run at 0.1")."""
     n = len(base)
     if trace:
-        return quota_matrix(base, trace_factors(trace, slots, n, base, noun))
+        return quota_matrix(base, trace_factors(trace, slots, n, base, noun, warn))
     factors = generated_factors(slots, n, seed)
     low = np.asarray(base, dtype=float)[None, :] / factors < MIN_QUOTA - 1e-9
-    if low.any() and ("generated", seed, tuple(base), slots) not in _warned:
+    if warn and low.any() and ("generated", seed, tuple(base), slots) not in _warned:
         _warned.add(("generated", seed, tuple(base), slots))
         ranks = np.flatnonzero(low.any(axis=0)).tolist()
         print(f"warning: the generated trace (seed {seed}) slows {int(low.sum())} of its {low.size} (slot, "

@@ -1,0 +1,186 @@
+"""What an outside user of ``saatp train groups`` / ``saatp train cgp`` / ``train_cgp`` may give
+that used to fail late (in every rank after start-up, or after the whole run) or silently: a
+data set with an empty test split or labels of shape [n, 1], test inputs the model cannot take,
+a global batch larger than the training split, a target accuracy in per cent, result files in a
+directory that does not exist, and two runs given one ``--log-dir``."""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from host_agent.scheduling import digits
+from host_agent.scheduling.groups.checks import check_model_on_data
+from host_agent.scheduling.result_files import check_result_files
+from host_agent.scheduling.run_dirs import run_dir
+
+
+def _blobs(n: int, d: int = 4, classes=(0, 1, 2)):
+    rng = np.random.default_rng(0)
+    y = rng.choice(np.array(classes), size=n)
+    return (rng.normal(size=(n, d)) + y[:, None]).astype(np.float32), y
+
+
+def test_a_data_set_needs_a_test_split_and_one_class_label_per_sample():
+    x, y = _blobs(40)
+    with pytest.raises(ValueError, match=r"empty test split"):  # the accuracy came out as NaN
+        digits.Dataset(x, y, x[:0], y[:0])
+    with pytest.raises(ValueError, match=r"y_train must be one class label per sample \(shape \[n\]\), got shape "
+                                         r"\[30, 1\]"):
+        digits.Dataset(x[:30], y[:30, None], x[30:], y[30:])
+    with pytest.raises(ValueError, match=r"y_test must be one class label per sample"):
+        digits.Dataset(x[:30], y[:30], x[30:], y[30:, None])
+    # labels need not start at 0 nor be contiguous; lists and tensors are taken as numpy arrays are
+    d = digits.Dataset(x[:30].tolist(), (y[:30] * 3 + 1).tolist(), torch.as_tensor(x[30:]), torch.as_tensor(y[30:]))
+    assert d.x_train.dtype == torch.float32 and d.y_train.dtype == torch.int64 and int(d.y_train.max()) <= 7
+
+
+def test_the_model_is_checked_on_the_test_inputs_too():
+    x, y = _blobs(40)
+    data = digits.Dataset(x[:30], y[:30], x[30:, :3], y[30:])  # test inputs of 3 features, training of 4
+    with pytest.raises(ValueError, match=r"model m:mlp fails on the data set's test inputs \(a batch of shape "
+                                         r"\[4, 3\]\)"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(4, 3)), data, "m:mlp")
+    # a model that takes inputs of any length (pooling) may get test inputs of another shape
+    pool = torch.nn.Sequential(torch.nn.AdaptiveAvgPool1d(2), torch.nn.Flatten(), torch.nn.Linear(2, 3))
+    seq = digits.Dataset(torch.randn(30, 1, 8), torch.arange(30) % 3, torch.randn(10, 1, 5), torch.arange(10) % 3)
+    assert check_model_on_data(pool, seq, "m:pool") == 3
+
+
+def _tiny_data_module(tmp_path, monkeypatch) -> str:
+    (tmp_path / "tiny_data_saatp.py").write_text(
+        "import numpy as np\n"
+        "def data():\n"
+        "    x = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)\n"
+        "    y = np.array([0, 1, 2, 0, 1, 2])\n"
+        "    return x[:3], y[:3], x[3:], y[3:]\n"
+        "def mlp():\n"
+        "    from torch import nn\n"
+        "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "tiny_data_saatp", raising=False)
+    return "tiny_data_saatp"
+
+
+def test_the_groups_executor_refuses_a_batch_larger_than_the_training_split(tmp_path, monkeypatch):
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    mod = _tiny_data_module(tmp_path, monkeypatch)
+    t0 = time.monotonic()
+    # before: "global batch B=128 must be in 1..3" in every worker's log after start-up
+    with pytest.raises(ValueError, match=r"B \(--batch\) must be at most the training split's 3 samples, got 128"):
+        run(GroupsConfig(model=f"{mod}:mlp", data=f"{mod}:data", cgroups=False))
+    assert time.monotonic() - t0 < 30  # no process was started
+
+
+def test_train_cgp_checks_the_target_accuracy_before_any_process_starts():
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    for bad in (90, 1.5, 0, float("nan")):
+        with pytest.raises(ValueError, match=r"target_acc \(--target\) must be a test accuracy in \(0, 1\]"):
+            train_cgp("digits-cnn", "digits", CGPConfig(cgroups=False), target_acc=bad)
+
+
+def test_train_cgps_result_has_the_documented_time_to_target_interval(tmp_path):
+    from host_agent.scheduling.cgp.library import CGPConfig, _collect
+    cfg = CGPConfig(workers=2, base_quotas=(0.3, 0.3), cgroups=False, mode="asp")
+    model = digits.model_from("digits-cnn")
+    w = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+    data = digits.load()
+    acc = digits.accuracy_of(model, w, data)
+    for r in range(3):  # what the ranks write at their end (procs.Proc.finish)
+        log = dict(groupings=[], iters=1, compute_s=0.1, wall_s=1.0, taus=[], phase_end_s=0.0)
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(log))
+    torch.save([(0.5, 1, 64, w), (1.0, 2, 128, w)], tmp_path / "snapshots2.pt")
+    res = _collect(cfg, "digits-cnn", data, str(tmp_path), [], acc / 2)
+    assert res["time_to_target_s"] == 0.5 and res["time_to_target_interval_s"] == [0.0, 0.5]
+    torch.save([(0.5, 1, 64, w)], tmp_path / "snapshots2.pt")
+    res = _collect(cfg, "digits-cnn", data, str(tmp_path), [], min(1.0, acc + 0.5))
+    assert res["time_to_target_s"] is None and res["time_to_target_interval_s"] is None
+
+
+def test_result_files_are_checked_and_their_directory_made_before_the_run(tmp_path):
+    out = tmp_path / "new" / "sub" / "r.json"
+    check_result_files(str(out), str(tmp_path / "plots" / "r.png"))
+    assert out.parent.is_dir() and (tmp_path / "plots").is_dir() and not out.exists()
+    with pytest.raises(ValueError, match=r"--json .*: is a directory, not a file"):
+        check_result_files(str(tmp_path), None)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(ValueError, match=r"--plot .*afile/r.png: cannot make its directory"):
+        check_result_files(None, str(tmp_path / "afile" / "r.png"))
+    with pytest.raises(ValueError, match=r"--plot r.pgn: matplotlib writes no .pgn files \(it writes .*\.png"):
+        check_result_files(None, "r.pgn")
+    check_result_files(None, "r.svg")
+    check_result_files(None, "r")  # no suffix: a PNG
+
+
+def test_train_cgp_writes_its_json_into_a_directory_that_did_not_exist(tmp_path, monkeypatch, capsys):
+    import argparse
+
+    from host_agent.scheduling.cgp import train_cli
+
+    def fake_train(model, data, cfg, target_acc=None, log_dir=None):
+        return dict(evals=[dict(t=1.0, test_acc=0.95, version=3, samples=64, final=True)], final_acc=0.95,
+                    final_t_s=1.0, best_acc=0.95, config=dict(snapshot_s=0.5), samples_per_s=64.0, max_staleness=2)
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train)
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    out = tmp_path / "results" / "today" / "r.json"
+    # before: FileNotFoundError with a traceback after the whole run, the result lost
+    assert train_cli.run(p.parse_args(["--method", "asp", "--json", str(out)])) == 0
+    assert json.loads(out.read_text())["runs"]["asp"]["final_acc"] == 0.95
+    called = []
+    monkeypatch.setattr(train_cli, "train_cgp", lambda *a, **k: called.append(1))
+    assert train_cli.run(p.parse_args(["--method", "asp", "--plot", str(tmp_path / "r.pgn")])) == 2
+    assert "matplotlib writes no .pgn files" in capsys.readouterr().err and not called  # refused before the run
+
+
+def test_the_groups_command_refuses_a_result_path_before_the_run(tmp_path, monkeypatch, capsys):
+    from emulation.cli import main
+    from host_agent.scheduling.groups import executor
+    monkeypatch.setattr(executor, "run", lambda *a, **k: pytest.fail("the run started"))
+    assert main(["train", "groups", "--no-cgroups", "--json", str(tmp_path)]) == 2
+    assert f"--json {tmp_path}: is a directory, not a file" in capsys.readouterr().err
+
+
+def test_two_runs_cannot_share_a_log_dir(tmp_path):
+    import subprocess
+    d = str(tmp_path / "logs")
+    holder = ("import sys, time\nfrom host_agent.scheduling.run_dirs import run_dir\n"
+              "with run_dir('saatp-test-', sys.argv[1]):\n    print('in', flush=True)\n    time.sleep(30)\n")
+    p = subprocess.Popen([sys.executable, "-c", holder, d], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "in\n"
+        with pytest.raises(ValueError, match=r"another run is using this directory"):
+            with run_dir("saatp-test-", d):
+                pytest.fail("a second run got the directory")
+    finally:
+        p.kill()
+        p.wait()
+    with run_dir("saatp-test-", d) as got:  # free again once the other run has ended
+        assert got == d
+        with pytest.raises(ValueError, match=r"another run is using"):  # and held while this one runs
+            with run_dir("saatp-test-", d):
+                pass
+    assert os.path.isdir(d)
+
+
+def test_a_run_without_cgroups_does_not_warn_about_quotas_it_never_applies(tmp_path, capsys):
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.groups.quotas import quota_trace
+    base = [0.25, 0.25, 0.2, 0.1]
+    q = quota_trace(base, 40, seed=7, warn=False)
+    assert (q >= 0.1).all() and capsys.readouterr().err == ""
+    trace = tmp_path / "t.csv"
+    trace.write_text("slot,device,quota\n0,1,0.05\n")
+    quota_trace(base, 3, str(trace), warn=False)
+    CGPConfig(ps_quota=0.05, cgroups=False)
+    assert capsys.readouterr().err == ""
+    quota_trace(base, 40, seed=7)  # with cgroups the same trace and server quota are warned
+    quota_trace(base, 3, str(trace))
+    CGPConfig(ps_quota=0.05)
+    err = capsys.readouterr().err
+    assert "generated trace (seed 7)" in err and "t.csv:2: slot 0, device 1: quota 0.05" in err
+    assert "--ps-quota 0.05 is below 0.1 CPUs" in err
