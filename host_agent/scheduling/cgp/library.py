@@ -7,7 +7,8 @@ time next to the server's staleness figures.
 
 ``model_fn`` is ``"MODULE:FN"`` (or an importable top-level function, turned into that
 name), ``FN()`` returning an ``nn.Module`` (cross-entropy on class labels). ``dataset`` is
-``"digits"``, ``"MODULE:FN"`` or a :class:`~..digits.Dataset` (saved for the processes).
+``"digits"``, ``"MODULE:FN"`` (or an importable top-level function), a
+:class:`~..digits.Dataset` or ``(x_train, y_train, x_test, y_test)`` (saved for the processes).
 The parent process hosts the TCP store, puts each worker in a cgroup whose CPU quota follows
 ``base_quotas / factor(slot)`` with slots of ``slot_s`` seconds of training time (the server
 gets ``ps_quota``), evaluates the snapshots the model holder took every ``snapshot_s``
@@ -104,10 +105,27 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
         require("target_acc", target_acc, 0 < target_acc <= 1, "a test accuracy in (0, 1]", "--target")
     spec = spec_of(model_fn, "model_fn")
     digits.model_from(spec)  # fail early, in this process, with a clear error
+    dataset = dataset_arg(dataset)
     with run_dir("saatp-cgp-", log_dir) as out_dir:
         res = _train_in(out_dir, spec, dataset, cfg, target_acc)
     res["out_dir"] = log_dir
     return res
+
+
+def dataset_arg(dataset):
+    """``train_cgp``'s ``dataset`` as :func:`_train_in` takes it: a name (``"digits"``,
+    ``"MODULE:FN"``) or a :class:`~..digits.Dataset`; an importable top-level function becomes
+    its name and ``(x_train, y_train, x_test, y_test)`` a Dataset, as for ``model_fn`` (until
+    2026-11-28 a function failed with "argument of type 'function' is not iterable" and a tuple
+    of numpy arrays with "The truth value of an array ... is ambiguous")."""
+    if isinstance(dataset, (str, digits.Dataset)):
+        return dataset
+    if isinstance(dataset, (tuple, list)) and len(dataset) == 4:
+        return digits.Dataset(*dataset, name="data")
+    if callable(dataset):
+        return spec_of(dataset, "dataset")
+    raise ValueError(f"dataset must be 'digits', 'MODULE:FN', an importable top-level function, a digits.Dataset or "
+                     f"(x_train, y_train, x_test, y_test), got {type(dataset).__name__}")
 
 
 def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> dict:

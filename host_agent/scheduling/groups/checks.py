@@ -4,6 +4,8 @@ and be reported as "worker(s) [3] exited"."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -45,3 +47,16 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
         raise ValueError(f"model {model_name} gives {n} outputs per sample, but the data set's labels go up to "
                          f"{hi} ({hi + 1} classes, 0-{hi}): its last layer needs at least {hi + 1} outputs")
     return n
+
+
+def least_batch(model: nn.Module, x: torch.Tensor) -> int:
+    """The fewest samples the model trains on: 1, or 2 when a training-mode forward pass of one
+    input fails (a batch-norm layer: "Expected more than 1 value per channel when training").
+    A copy runs it, so the model's running statistics stay as they are."""
+    m = copy.deepcopy(model).train()
+    try:
+        with torch.no_grad():
+            m(x[:1])
+    except Exception:  # noqa: BLE001 - whatever the user's layers raise on one sample
+        return 2
+    return 1

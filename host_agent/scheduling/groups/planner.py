@@ -233,6 +233,10 @@ class SlotPlanner:
         self.budget = None
         self.t_ref = None
         self._slot = 0
+        # the fewest samples a pass may have: 2 for a model that does not train on one sample (a
+        # batch-norm layer); a plan with a smaller microbatch or share is not a candidate (until
+        # 2026-11-28 it failed every process: "Expected more than 1 value per channel")
+        self.min_microbatch = 1
 
     # ------------------------------------------------------------------ model view
     def view(self, est: Estimates) -> SlotView:
@@ -338,6 +342,8 @@ class SlotPlanner:
         best = None
         for p in cands:
             ex = whole_replicas(from_planner(p, self.model.L))
+            if min(min(g.microbatches()) for g in ex.groups) < self.min_microbatch:
+                continue
             mig = 0.0 if old is None else self.mig_time(est, transfers(old, ex.holdings(world)))
             mig += self.setup_s if new_stages(ex) - self.stages_run else 0.0
             T = p.batch_time * self.correction(kind_of(ex)) + mig / self.iters
@@ -347,6 +353,10 @@ class SlotPlanner:
                 best = ((score, T), ex, dict(predicted_s=p.batch_time, predicted_migration_s=mig,
                                               predicted_cost=c, score=score,
                                               correction=self.correction(kind_of(ex))))
+        if best is None:
+            raise ValueError(f"{self.method}: no plan for a batch of {self.model.B} gives every pass at least "
+                             f"{self.min_microbatch} samples, which the model needs (a batch-norm layer does not "
+                             f"train on one sample): a larger --batch would")
         return best[1], best[2]
 
     def correction(self, kind: tuple[int, bool]) -> float:

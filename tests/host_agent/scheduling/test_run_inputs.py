@@ -184,3 +184,49 @@ def test_a_run_without_cgroups_does_not_warn_about_quotas_it_never_applies(tmp_p
     err = capsys.readouterr().err
     assert "generated trace (seed 7)" in err and "t.csv:2: slot 0, device 1: quota 0.05" in err
     assert "--ps-quota 0.05 is below 0.1 CPUs" in err
+
+
+def test_a_model_that_does_not_train_on_one_sample_gets_no_one_sample_pass():
+    from host_agent.scheduling.groups.checks import least_batch
+    from host_agent.scheduling.groups.costs import LayerCosts
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    bn = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    x = torch.randn(10, 4)
+    assert least_batch(bn, x) == 2 and bn[1].num_batches_tracked == 0  # a copy ran it
+    assert least_batch(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5)), x) == 1
+    L = 6
+    costs = LayerCosts(np.full(L, 1e-3), np.full(L, 1e-4), np.full(L, 4e4), np.full(L, 400.0), [(10,)] * L)
+    est = Estimates(np.array([1.0, 1.0, 0.9, 0.8]), 1e12, 1e12)
+    for method in ("lbbsp", "bsp", "hetpipe", "pipeline", "lyapunov"):
+        pl = SlotPlanner(method, costs, 3, [0.1] * 4, V=10.0)  # B = 3: shares and microbatches of 1 sample
+        pl.t_ref, pl.budget = 0.1, 1e9
+        pl.min_microbatch = 2
+        plan, _ = pl.choose(est, None, 4)
+        assert min(min(g.microbatches()) for g in plan.groups) >= 2, (method, plan)
+    pl = SlotPlanner("lbbsp", costs, 3, [0.1] * 4, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9
+    plan, _ = pl.choose(est, None, 4)
+    assert min(min(g.microbatches()) for g in plan.groups) == 1  # what the check rules out
+    st = SlotPlanner("bsp-static", costs, 3, [0.1] * 4, V=10.0)
+    st.t_ref, st.budget, st.static_devices, st.min_microbatch = 0.1, 1e9, (0, 1, 2), 2
+    with pytest.raises(ValueError, match=r"bsp-static: no plan for a batch of 3 gives every pass at least 2 "
+                                         r"samples.*a larger --batch"):
+        st.choose(est, None, 4)  # three processes, one sample each: a fixed set cannot avoid it
+
+
+def _blob_data():
+    x, y = _blobs(40)
+    return x[:30], y[:30], x[30:], y[30:]
+
+
+def test_train_cgp_takes_a_data_function_or_arrays_as_it_takes_a_model_function():
+    from host_agent.scheduling.cgp.library import dataset_arg
+    # before: "argument of type 'function' is not iterable" and "The truth value of an array ... is ambiguous"
+    assert dataset_arg(_blob_data) == f"{__name__}:_blob_data"
+    d = dataset_arg(_blob_data())
+    assert isinstance(d, digits.Dataset) and d.x_train.shape == (30, 4) and d.y_test.dtype == torch.int64
+    assert dataset_arg("digits") == "digits" and dataset_arg(d) is d
+    with pytest.raises(ValueError, match=r"dataset must be 'digits', 'MODULE:FN', .* got int"):
+        dataset_arg(5)
+    with pytest.raises(ValueError, match=r"dataset must be 'MODULE:FN' or an importable top-level function"):
+        dataset_arg(lambda: _blob_data())
