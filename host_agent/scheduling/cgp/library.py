@@ -18,6 +18,7 @@ seconds on the test split, and removes its cgroups.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -135,7 +136,10 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
     else:
         data, data_path, data_spec = digits.dataset_from(dataset, cfg.seed), None, dataset
     check_model_on_data(digits.model_from(spec), data, spec)  # here, not in every rank after start-up
-    n_slots = 1000
+    # the slots the training time spans, and one for its last step (the run's end waits for it):
+    # until 2026-11-28 always 1000, so the quotas froze after 2000 s of 2-s slots, and the
+    # generated trace's warning counted a 15-s run's slots as "1154 of its 4000" quotas
+    n_slots = min(math.ceil(cfg.duration_s / cfg.slot_s) + 1, 10**6)
     quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed, noun="workers",
                          warn=cfg.cgroups)
     store, port = host_store(cfg.workers + 2, cfg.timeout_s)

@@ -230,3 +230,23 @@ def test_train_cgp_takes_a_data_function_or_arrays_as_it_takes_a_model_function(
         dataset_arg(5)
     with pytest.raises(ValueError, match=r"dataset must be 'MODULE:FN' or an importable top-level function"):
         dataset_arg(lambda: _blob_data())
+
+
+@pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
+def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
+    from host_agent.scheduling.cgp import library
+    got = []
+
+    class Stop(Exception):
+        pass
+
+    def trace(base, n, *a, **k):
+        got.append(n)
+        raise Stop
+    monkeypatch.setattr(library, "quota_trace", trace)
+    cfg = library.CGPConfig(duration_s=duration, slot_s=slot, cgroups=False)
+    with pytest.raises(Stop):
+        library.train_cgp("digits-cnn", "digits", cfg)
+    # before: 1000 whatever the run, so a long run's quotas froze at slot 999 and the generated
+    # trace's warning counted slots that never ran
+    assert got == [slots]
