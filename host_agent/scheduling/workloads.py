@@ -473,7 +473,9 @@ def read_slot_csv(path: str, values: Sequence[str]) -> tuple[str, list[tuple[int
     value)]); ValueError with ``path:line`` on a bad header or row (values must be finite and
     > 0)."""
     want = " or ".join(f"'slot,device,{v}'" for v in values)
-    with open(path, newline="") as fh:
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark, which made the
+    # header read '\ufeffslot,device,quota' and be refused (until 2026-11-28)
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         lines = [(i + 1, ln) for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise ValueError(f"{path}: empty trace (expected header {want})")

@@ -36,7 +36,7 @@ def generated_factors(slots: int, n: int, seed: int = 0, p: float = 0.12, factor
 def _row_lines(path: str, n_rows: int) -> list[int | None]:
     """The line number of each data row of a trace CSV, as :func:`~..workloads.read_slot_csv`
     reads it (blank and ``#`` lines skipped, the first other line the header)."""
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
         lines = [i + 1 for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")][1:]
     return lines if len(lines) == n_rows else [None] * n_rows
 

@@ -250,3 +250,14 @@ def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots,
     # before: 1000 whatever the run, so a long run's quotas froze at slot 999 and the generated
     # trace's warning counted slots that never ran
     assert got == [slots]
+
+
+def test_a_spreadsheets_trace_with_a_byte_order_mark_is_read(tmp_path):
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "t.csv"
+    p.write_bytes(b"\xef\xbb\xbfslot,device,quota\r\n0,0,0.2\r\n1,1,0.15\r\n")  # Excel's "CSV UTF-8"
+    q = quota_trace([0.3, 0.3], 2, str(p))  # before: "header must be ..., got '\ufeffslot,device,quota'"
+    assert q.tolist() == [[0.2, 0.3], [0.3, 0.15]]
+    p.write_bytes(b"\xef\xbb\xbfslot,device,quota\r\n0,0,0.2\r\n0,0,0.15\r\n")
+    with pytest.raises(ValueError, match=r"t.csv:3: slot 0, device 0 is given twice \(also on line 2\)"):
+        quota_trace([0.3, 0.3], 2, str(p))
