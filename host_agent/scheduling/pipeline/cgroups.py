@@ -12,6 +12,7 @@ Keep the quotas' sum well below the core count so other work on the host keeps s
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -130,10 +131,14 @@ def default_quota(stages: int) -> float:
 
 def stage_quotas(stages: int, quota: float | None, slow: list[str]) -> list[float | None]:
     """Per-stage CPU quotas: ``quota`` for every stage (None: no cgroup), then each
-    ``STAGE:QUOTA`` of ``slow`` overrides one stage. ValueError on bad items."""
+    ``STAGE:QUOTA`` of ``slow`` overrides one stage. ValueError on bad items: a quota that is
+    not a finite number > 0 (``nan`` passed the check and failed later as "cuts [0, 0] do not
+    split ...", ``inf`` with an OverflowError's traceback, until 2026-11-28), and a stage given
+    twice (the last one won without a word)."""
     if stages < 1:
         raise ValueError("--stages must be >= 1")
     out: list[float | None] = [quota] * stages
+    seen: dict[int, str] = {}
     for item in slow or []:
         try:
             s, q = item.split(":")
@@ -142,7 +147,10 @@ def stage_quotas(stages: int, quota: float | None, slow: list[str]) -> list[floa
             raise ValueError(f"--slow {item!r}: expected STAGE:QUOTA, e.g. 2:0.25") from None
         if not 0 <= s < stages:
             raise ValueError(f"--slow {item!r}: stage must be in 0..{stages - 1}")
-        if q <= 0:
-            raise ValueError(f"--slow {item!r}: quota must be > 0 CPUs")
+        if not (math.isfinite(q) and q > 0):
+            raise ValueError(f"--slow {item!r}: quota must be a number of CPUs > 0")
+        if s in seen:
+            raise ValueError(f"--slow {item!r}: stage {s} is already given a quota (--slow {seen[s]})")
+        seen[s] = item
         out[s] = q
     return out

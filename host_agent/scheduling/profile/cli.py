@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import signal
@@ -150,10 +151,23 @@ def parse_quota(text: str, stages: int) -> float | None:
         return cgroups.default_quota(stages)
     if text == "none":
         return None
-    q = float(text)
-    if q <= 0:
-        raise ValueError("--quota must be > 0")
+    try:
+        q = float(text)
+    except ValueError:
+        raise ValueError(f"--quota {text}: expected CPUs per stage (e.g. 0.3), auto or none") from None
+    if not (math.isfinite(q) and q > 0):  # nan and inf passed until 2026-11-28 (inf: a traceback)
+        raise ValueError(f"--quota {text}: must be a number of CPUs > 0")
     return q
+
+
+def parse_cuts(text: str) -> list[int]:
+    """``--cuts``: comma-separated layer indices (whether they split the model is checked
+    against its layers later); ValueError naming the option ("invalid literal for int() with
+    base 10: 'a'" until 2026-11-28)."""
+    try:
+        return [int(c) for c in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--cuts {text}: expected comma-separated layer indices, e.g. 3,7") from None
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -180,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
         sizes = parse_sizes(args.sizes)
-        cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
+        cuts = parse_cuts(args.cuts) if args.cuts else None
         check_stall_timeout(args.stall_timeout)
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
                            cuts=cuts, stall_s=args.stall_timeout, backend=args.backend)

@@ -151,9 +151,11 @@ TIE_REL = 0.02  # splits whose slowest stages are this close are told apart by t
 def layer_stage_cpu(prof: dict, lo: int, hi: int, B: int) -> dict:
     """Uncalibrated CPU curves of a stage holding layers [lo, hi): the sum of the layers' fits
     plus the profiled per-microbatch overhead, refitted to ``alpha + beta * max(b, knee)`` over
-    b = 1..B (one knee for both directions), and the layers' optimizer steps as the tail."""
+    b = 1..B (one knee for both directions; b = 1, 2 for B = 1: a fit needs two points, and a
+    minibatch of one sample failed every command with "need at least two (size, time) points"
+    until 2026-11-28), and the layers' optimizer steps as the tail."""
     layers = prof["cpu"]["layers"]
-    bs = np.arange(1, B + 1)
+    bs = np.arange(1, max(int(B), 2) + 1)
     over = float(prof["cpu"].get("overhead", 0.0))
     tf = over / 2 + sum(layer_time(layers, i, bs, "fwd") for i in range(lo, hi))
     tb = over / 2 + sum(layer_time(layers, i, bs, "bwd") for i in range(lo, hi))

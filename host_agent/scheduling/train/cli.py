@@ -193,6 +193,18 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict]) -> dict | None:
                 stale=abs(med) > DRIFT_PCT and sum(1 for m in moved if m == way) > len(pairs) / 2)
 
 
+def whole_number(option: str, text: str, alternative: str = "") -> int:
+    """``text`` as a whole number >= 1; ValueError naming ``option`` otherwise (``--microbatches
+    0`` meant ``best`` without a word until 2026-11-28)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"{option} {text}: expected a whole number >= 1{' ' + alternative if alternative else ''}")
+    return n
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="vgg-mini", help="vgg-mini, gpt-mini or MODULE:FN (default vgg-mini)")
     p.add_argument("--stages", type=int, default=4)
@@ -292,11 +304,14 @@ def run(args: argparse.Namespace) -> int:
         quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
-        M = None if args.microbatches == "best" else int(args.microbatches)
-        if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or args.lead < 0:
-            raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead >= 0")
+        M = None if args.microbatches == "best" else whole_number("--microbatches", args.microbatches, "or best")
+        if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or min(args.lead,
+                                                                                             args.warmup) < 0:
+            raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead and "
+                             "--warmup >= 0")
         check_stall_timeout(args.stall_timeout)
-        cuts = [int(c) for c in args.cuts.split(",")] if args.cuts else None
+        family.check_memory_limit(args.memory_limit)
+        cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:

@@ -205,6 +205,9 @@ def run_profile(args: argparse.Namespace) -> int:
     from . import family
 
     try:
+        if (args.batch is not None and args.batch < 1) or (args.mmax is not None and args.mmax < 1):
+            raise ValueError("--batch and --mmax must be >= 1")  # 0 meant the default until 2026-11-28
+        family.check_memory_limit(args.memory_limit)
         prof = profile_costs.load(args.profile)  # its errors name the file
         try:
             quotas = list(prof["stage_quotas"])

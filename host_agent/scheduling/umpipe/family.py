@@ -24,6 +24,7 @@ over the same memory limits, so comparisons are like for like.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -80,6 +81,13 @@ def evaluate(costs: PipelineCosts, rows, kind: str, method: str = "", cap=None,
         fits = fits and all(m <= l for m, l in zip(mem, limit))
     return Candidate(method or kind, kind, [list(map(int, x)) for x in rows], r.orders, t,
                      r.peak_samples, mem, fits, None if cap is None else list(cap))
+
+
+def check_memory_limit(mb: float | None) -> None:
+    """``--memory-limit``: None or a finite number of MB (2^20 bytes) per stage > 0; ValueError
+    otherwise (0 meant no limit, and a negative or nan limit "nothing fits", until 2026-11-28)."""
+    if mb is not None and not (math.isfinite(mb) and mb > 0):
+        raise ValueError(f"--memory-limit {mb:g}: must be a number of MB (2^20 bytes) per stage > 0")
 
 
 def least_memory(costs: PipelineCosts, mmax: int) -> tuple[float, int] | None:

@@ -1,0 +1,83 @@
+"""What ``saatp train pipeline``, ``saatp profile`` and ``saatp plan umpipe --profile`` say about
+odd option values, before anything runs; and a minibatch of one sample. Until 2026-11-28:
+``--quota inf`` and ``--slow 1:inf`` failed with an OverflowError's traceback, ``nan`` as
+"cuts [0, 0] do not split 5 layers into 3 stages", a stage given twice by ``--slow`` took the
+last quota silently, ``--warmup -1`` failed with an IndexError's traceback, ``--microbatches 0``,
+``--memory-limit 0``, ``plan umpipe --batch 0`` and ``--mmax 0`` meant the defaults, a negative
+or nan ``--memory-limit`` "no schedule fits", and ``--batch 1`` "need at least two (size, time)
+points"."""
+
+import json
+
+import pytest
+
+from host_agent.scheduling.pipeline.cgroups import stage_quotas
+from host_agent.scheduling.profile import costs
+from host_agent.scheduling.profile.cli import parse_cuts, parse_quota
+from tests.testsupport.profiles import two_stage_profile
+
+
+def test_slow_quotas_must_be_finite_and_one_per_stage():
+    assert stage_quotas(3, None, ["1:0.2", "2:4"]) == [None, 0.2, 4.0]  # above one core: allowed
+    for bad, message in ((["1:nan"], "quota must be a number of CPUs > 0"),
+                         (["1:inf"], "quota must be a number of CPUs > 0"),
+                         (["1:0.2", "1:0.3"], r"--slow '1:0.3': stage 1 is already given a quota \(--slow 1:0.2\)")):
+        with pytest.raises(ValueError, match=message):
+            stage_quotas(3, None, bad)
+
+
+def test_quota_and_cuts_name_their_option():
+    assert parse_quota("none", 3) is None and parse_quota("0.25", 3) == 0.25
+    for text, message in (("abc", "--quota abc: expected CPUs per stage"), ("nan", "--quota nan: must be"),
+                          ("inf", "--quota inf: must be"), ("0", "--quota 0: must be")):
+        with pytest.raises(ValueError, match=message):
+            parse_quota(text, 3)
+    assert parse_cuts("2,5") == [2, 5]
+    with pytest.raises(ValueError, match="--cuts 2,x: expected comma-separated layer indices"):
+        parse_cuts("2,x")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--quota", "inf"], "--quota inf: must be a number of CPUs > 0"),
+    (["--quota", "none", "--slow", "1:inf"], "--slow '1:inf': quota must be a number of CPUs > 0"),
+    (["--quota", "none", "--slow", "1:0.2", "--slow", "1:0.3"], "stage 1 is already given a quota"),
+    (["--quota", "none", "--warmup", "-1"], "--lead and --warmup >= 0"),
+    (["--quota", "none", "--microbatches", "0"], "--microbatches 0: expected a whole number >= 1 or best"),
+    (["--quota", "none", "--memory-limit", "0"], "--memory-limit 0: must be a number of MB"),
+    (["--quota", "none", "--memory-limit", "nan"], "--memory-limit nan: must be a number of MB"),
+    (["--quota", "none", "--cuts", "a,b"], "--cuts a,b: expected comma-separated layer indices"),
+])
+def test_train_pipeline_refuses_odd_values_before_anything_runs(args, message, capsys):
+    from host_agent.scheduling.train import cli
+
+    assert cli.main(["--model", "vgg-mini", "--stages", "3", *args]) == 2
+    out = capsys.readouterr()
+    assert message in out.err and "Traceback" not in out.err
+    assert "profiling" not in out.out  # refused before the profiler started
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "--batch and --mmax must be >= 1"),
+    (["--mmax", "0"], "--batch and --mmax must be >= 1"),
+    (["--memory-limit", "0"], "--memory-limit 0: must be a number of MB"),
+    (["--memory-limit", "-2"], "--memory-limit -2: must be a number of MB"),
+    (["--slow", "1:0.2", "--slow", "1:0.1"], "stage 1 is already given a quota"),
+])
+def test_plan_umpipe_refuses_odd_values(args, message, tmp_path, capsys):
+    from host_agent.scheduling.umpipe import cli
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    assert cli.main(["--profile", str(path), "--pop", "8", "--gens", "2", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_minibatch_of_one_sample_is_planned(tmp_path, capsys):
+    c = costs.build(two_stage_profile(), 1, [0.5, 0.25], cuts=[3])
+    assert float(c.tf(0, 1)) > 0
+    from host_agent.scheduling.umpipe import cli
+
+    path, out = tmp_path / "prof.json", tmp_path / "plan.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    assert cli.main(["--profile", str(path), "--batch", "1", "--pop", "8", "--gens", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["umpipe"]["rows"] == [[1], [1]]
