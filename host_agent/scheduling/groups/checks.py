@@ -60,3 +60,20 @@ def least_batch(model: nn.Module, x: torch.Tensor) -> int:
     except Exception:  # noqa: BLE001 - whatever the user's layers raise on one sample
         return 2
     return 1
+
+
+def check_layers_share_no_parameter(layers: nn.Sequential, model_name: str) -> None:
+    """ValueError naming the layers when two children of ``layers`` hold the same parameter
+    (tied weights, e.g. an embedding and an output layer): the groups executor keeps, moves and
+    updates each layer's parameters on its own, and pipelines may cut between the two. Until
+    2026-11-28 such a model failed every worker at start-up ("shape '[20, 8]' is invalid for
+    input of size 0")."""
+    owner: dict[int, int] = {}
+    for i, layer in enumerate(layers):
+        for p in layer.parameters():
+            j = owner.setdefault(id(p), i)
+            if j != i:
+                raise ValueError(f"model {model_name}: layers {j} and {i} share a parameter of shape "
+                                 f"{list(p.shape)} (tied weights); saatp train groups keeps each layer's "
+                                 f"parameters on its own (a pipeline may cut between them): untie them, or "
+                                 f"train it with saatp train cgp")

@@ -30,7 +30,7 @@ from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require
-from .checks import check_model_on_data, least_batch
+from .checks import check_layers_share_no_parameter, check_model_on_data, least_batch
 from .costs import profile_layers
 from .plan import ExecPlan
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
@@ -151,6 +151,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     torch.manual_seed(1)
     layers = digits.sequential_from(cfg.model)
     check_model_on_data(layers, data, cfg.model)  # here, not in every worker after start-up
+    check_layers_share_no_parameter(layers, cfg.model)
     least = least_batch(layers, data.x_train)  # the planners give no pass fewer samples
     quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed,
                                    noun="processes", warn=cfg.cgroups), cfg.hold, axis=0)[:cfg.slots]

@@ -261,3 +261,16 @@ def test_a_spreadsheets_trace_with_a_byte_order_mark_is_read(tmp_path):
     p.write_bytes(b"\xef\xbb\xbfslot,device,quota\r\n0,0,0.2\r\n0,0,0.15\r\n")
     with pytest.raises(ValueError, match=r"t.csv:3: slot 0, device 0 is given twice \(also on line 2\)"):
         quota_trace([0.3, 0.3], 2, str(p))
+
+
+def test_the_groups_executor_refuses_tied_weights_before_any_process_starts():
+    from host_agent.scheduling.groups.checks import check_layers_share_no_parameter
+    emb, head = torch.nn.Embedding(20, 8), torch.nn.Linear(8, 20, bias=False)
+    head.weight = emb.weight  # tied, as in a small language model
+    tied = torch.nn.Sequential(emb, torch.nn.Flatten(), torch.nn.Linear(48, 8), head)
+    with pytest.raises(ValueError, match=r"model m:tied: layers 0 and 3 share a parameter of shape \[20, 8\] "
+                                         r"\(tied weights\)"):
+        check_layers_share_no_parameter(tied, "m:tied")
+    check_layers_share_no_parameter(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)), "m:ok")
+    inner = torch.nn.Linear(4, 4)  # a parameter shared inside one layer is that layer's own
+    check_layers_share_no_parameter(torch.nn.Sequential(torch.nn.Sequential(inner, inner)), "m:inner")
