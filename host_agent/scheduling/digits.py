@@ -8,6 +8,7 @@ int64 labels), split 80/20 into train and test with a seeded permutation. ``cnn(
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -103,11 +104,26 @@ def accuracy_of(model: nn.Module, w: torch.Tensor, data: Dataset, batch: int = 2
     return accuracy(model, data.x_test, data.y_test)
 
 
+def _call(spec: str, what: str):
+    """``FN()`` of the ``MODULE:FN`` ``spec``; ValueError naming ``what`` when FN needs arguments
+    (until 2026-11-28 a TypeError with a traceback: "needs_arg() missing 1 required positional
+    argument")."""
+    fn = load_fn(spec, what)
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        raise ValueError(f"{what} {spec!r}: FN must be callable with no arguments, it takes "
+                         f"{inspect.signature(fn)}") from None
+    except ValueError:  # no signature to check (some built-ins): call it as it is
+        pass
+    return fn()
+
+
 def model_from(spec: str) -> nn.Module:
     """``digits-cnn`` or ``MODULE:FN`` returning an ``nn.Module`` (an ``nn.Sequential`` for pipelines)."""
     if spec == "digits-cnn":
         return cnn()
-    m = load_fn(spec, "model")()
+    m = _call(spec, "model")
     if isinstance(m, (list, tuple)):
         m = nn.Sequential(*m)
     if not isinstance(m, nn.Module):
@@ -129,7 +145,7 @@ def dataset_from(spec: str, seed: int = 0) -> Dataset:
     """``digits`` or ``MODULE:FN`` returning a :class:`Dataset` or ``(x_train, y_train, x_test, y_test)``."""
     if spec == "digits":
         return load(seed)
-    d = load_fn(spec, "data set")()
+    d = _call(spec, "data set")
     if isinstance(d, Dataset):
         return d
     if isinstance(d, (tuple, list)) and len(d) == 4:

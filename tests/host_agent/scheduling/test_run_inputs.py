@@ -274,3 +274,19 @@ def test_the_groups_executor_refuses_tied_weights_before_any_process_starts():
     check_layers_share_no_parameter(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)), "m:ok")
     inner = torch.nn.Linear(4, 4)  # a parameter shared inside one layer is that layer's own
     check_layers_share_no_parameter(torch.nn.Sequential(torch.nn.Sequential(inner, inner)), "m:inner")
+
+
+def needs_width(width):
+    return torch.nn.Linear(4, width)
+
+
+def test_a_model_or_data_function_that_needs_arguments_is_named(monkeypatch):
+    spec = f"{__name__}:needs_width"
+    with pytest.raises(ValueError, match=r"model '.*:needs_width': FN must be callable with no arguments, it takes "
+                                         r"\(width\)"):
+        digits.model_from(spec)  # before: TypeError "needs_width() missing 1 required positional argument"
+    with pytest.raises(ValueError, match=r"data set '.*:needs_width': FN must be callable with no arguments"):
+        digits.dataset_from(spec)
+    with pytest.raises(ValueError, match=r"model 'torch.nn:Linear': FN must be callable with no arguments"):
+        digits.model_from("torch.nn:Linear")  # a class that needs arguments
+    assert isinstance(digits.model_from("host_agent.scheduling.digits:cnn"), torch.nn.Sequential)  # defaults only
