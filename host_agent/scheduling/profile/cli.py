@@ -189,6 +189,18 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(sizes)
 
 
+def check_out(path: str) -> None:
+    """``--out``, before the profiling: its directory is made if missing; ValueError when the
+    path is a directory or its directory cannot be made (a missing directory failed with a
+    traceback after the whole profile until 2026-11-28)."""
+    if os.path.isdir(path):
+        raise ValueError(f"--out {path}: is a directory, not a file")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--out {path}: cannot make its directory ({e.strerror})") from None
+
+
 def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
     try:
@@ -196,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = parse_sizes(args.sizes)
         cuts = parse_cuts(args.cuts) if args.cuts else None
         check_stall_timeout(args.stall_timeout)
+        check_out(args.out)
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
                            cuts=cuts, stall_s=args.stall_timeout, backend=args.backend)
     except (ValueError, RuntimeError) as e:

@@ -41,6 +41,7 @@ from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
+from ..result_files import check_result_files, write_json
 from ..umpipe import family
 
 SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
@@ -312,6 +313,7 @@ def run(args: argparse.Namespace) -> int:
         check_stall_timeout(args.stall_timeout)
         family.check_memory_limit(args.memory_limit)
         cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None
+        check_result_files(args.json, None)  # a missing directory lost the result with a traceback
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
@@ -386,8 +388,7 @@ def run(args: argparse.Namespace) -> int:
                                        (tuning or {}).get("runs", []) + out["summary"]["runs"])
     _print(out)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
         print(f"wrote {args.json}")
     return 0
 

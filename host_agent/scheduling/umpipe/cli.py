@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..costmodel import PipelineCosts, simulate
+from ..result_files import check_result_files
 from . import baselines as bl
 from .dgap import DGAP
 from .scenarios import DEFAULT_SCENARIO, SCENARIOS, scenario
@@ -347,6 +348,11 @@ def plot_family(costs: PipelineCosts, fam, path: str, title: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:  # before planning: a missing directory was a traceback after it (2026-11-28)
+        check_result_files(getattr(args, "json", None), getattr(args, "plot", None))
+    except ValueError as e:
+        print(f"saatp plan umpipe: {e}", file=sys.stderr)
+        return 2
     if getattr(args, "profile", None):
         return run_profile(args)
     if getattr(args, "list", False):

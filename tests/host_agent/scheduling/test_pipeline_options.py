@@ -81,3 +81,35 @@ def test_a_minibatch_of_one_sample_is_planned(tmp_path, capsys):
     path.write_text(json.dumps(two_stage_profile()))
     assert cli.main(["--profile", str(path), "--batch", "1", "--pop", "8", "--gens", "2", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["umpipe"]["rows"] == [[1], [1]]
+
+
+def test_result_files_go_into_a_new_directory_and_a_directory_is_refused_up_front(tmp_path, capsys):
+    """``--json``/``--out`` in a directory that does not exist failed with a traceback after the
+    whole run (its result lost); the directory is now made, and a path that is a directory is
+    refused before anything runs."""
+    from emulation.cli import main
+    from tests.testsupport.profiles import layer
+
+    model = "tests.testsupport.user_models:spec"  # 3 layers, microbatches of 2 samples or more
+    prof = dict(model=model, format=2, cfs_period_s=0.01, min_microbatch=2, stage_quotas=[None, None],
+                cpu=dict(overhead=1e-4, layers=[layer(1e-4, 1e-5) for _ in range(3)]),
+                link=dict(latency=1e-4, per_byte=1e-9))
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(prof))
+    train = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
+             "--batch", "4", "--schedule", "gpipe", "--steps", "1", "--candidates", "1"]
+    assert main(train + ["--json", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert f"--json {tmp_path}: is a directory" in out.err and "running" not in out.out
+    assert main(["profile", "--model", model, "--stages", "2", "--quota", "none", "--out", str(tmp_path)]) == 2
+    out = capsys.readouterr()
+    assert f"--out {tmp_path}: is a directory" in out.err and "profiling" not in out.out
+    assert main(["plan", "umpipe", "--profile", str(path), "--json", str(tmp_path)]) == 2
+    assert f"--json {tmp_path}: is a directory" in capsys.readouterr().err
+
+    res = tmp_path / "new" / "sub" / "train.json"
+    assert main(train + ["--json", str(res)]) == 0
+    assert json.loads(res.read_text())["summary"]["runs"][0]["family"] == "gpipe"
+    plan = tmp_path / "new2" / "plan.json"
+    assert main(["plan", "umpipe", "--pop", "8", "--gens", "2", "--json", str(plan)]) == 0  # a named scenario
+    assert json.loads(plan.read_text())["umpipe"]["makespan"] > 0
