@@ -43,10 +43,11 @@ def test_plan_umpipe_prints_the_dual_comparison_on_one_evaluator_and_writes_the_
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
                      "--single", "--json", str(out)]) == 0
     assert "dual" not in capsys.readouterr().out and json.loads(out.read_text())["dual_check"] is None
-    # a plot that cannot be written: the error, not a traceback
+    # a plot that cannot be written: the error, before planning, not a traceback (a missing
+    # directory is made; a file where its directory should be is not)
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
-                     "--single", "--plot", str(tmp_path / "no" / "such" / "dir.png")]) == 2
-    assert "dir.png: No such file or directory" in capsys.readouterr().err
+                     "--single", "--plot", str(path / "dir.png")]) == 2
+    assert f"--plot {path / 'dir.png'}: cannot make its directory" in capsys.readouterr().err
 
 
 def test_plan_umpipe_names_the_profile_in_its_errors(tmp_path, capsys):
