@@ -10,6 +10,9 @@ import argparse
 import math
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .progress import DEFAULT_STALL_S, add_stall_option
@@ -99,3 +102,23 @@ def exit_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit(143)`` so that the finally blocks run (they remove the
     run's cgroups and kill its rank processes)."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+@contextmanager
+def sigterm_exits() -> Iterator[None]:
+    """For a library call that starts rank processes and cgroups (``train_cgp``,
+    ``groups.executor.run``): while it runs, SIGTERM becomes ``SystemExit(143)`` as in the
+    commands (:func:`exit_on_sigterm`), so that its finally blocks kill the ranks and remove the
+    cgroups; afterwards the caller's handler is back. Only where SIGTERM has its default action
+    (a caller's own handler is left alone) and in the main thread (the only one that may set
+    handlers). Until 2026-11-28 a plain Python script calling ``train_cgp`` that got SIGTERM (a
+    ``timeout``, a batch system) left its cgroups under ``/sys/fs/cgroup/cpu``."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

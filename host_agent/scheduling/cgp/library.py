@@ -34,7 +34,7 @@ from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions, require
+from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .policy import damping
 
 MODES = ("cgp", "bsp", "asp", "ssp")
@@ -107,7 +107,7 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
     spec = spec_of(model_fn, "model_fn")
     digits.model_from(spec)  # fail early, in this process, with a clear error
     dataset = dataset_arg(dataset)
-    with run_dir("saatp-cgp-", log_dir) as out_dir:
+    with sigterm_exits(), run_dir("saatp-cgp-", log_dir) as out_dir:  # a script's SIGTERM cleans up too
         res = _train_in(out_dir, spec, dataset, cfg, target_acc)
     res["out_dir"] = log_dir
     return res

@@ -29,7 +29,7 @@ from .. import digits
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
-from ..run_options import QuotaRunOptions, require
+from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .checks import check_layers_share_no_parameter, check_model_on_data, least_batch
 from .costs import profile_layers
 from .plan import ExecPlan
@@ -136,7 +136,7 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     """Every method, slot by slot. The processes' configs and logs go to ``log_dir``
     (``out_dir`` in the result), else to a temporary directory removed after a successful run
     (``out_dir`` None)."""
-    with run_dir("saatp-groups-", log_dir) as out_dir:
+    with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too
         out = _run_in(out_dir, cfg, progress)
     out["out_dir"] = log_dir
     return out

@@ -16,6 +16,7 @@ import torch
 from host_agent.scheduling import digits
 from host_agent.scheduling.groups.checks import check_model_on_data
 from host_agent.scheduling.result_files import check_result_files
+from host_agent.scheduling.pipeline.cgroups import unavailable_reason
 from host_agent.scheduling.run_dirs import run_dir
 
 
@@ -290,3 +291,59 @@ def test_a_model_or_data_function_that_needs_arguments_is_named(monkeypatch):
     with pytest.raises(ValueError, match=r"model 'torch.nn:Linear': FN must be callable with no arguments"):
         digits.model_from("torch.nn:Linear")  # a class that needs arguments
     assert isinstance(digits.model_from("host_agent.scheduling.digits:cnn"), torch.nn.Sequential)  # defaults only
+
+
+def test_sigterm_exits_during_a_library_call_and_the_callers_handler_comes_back():
+    import signal
+
+    from host_agent.scheduling.run_options import sigterm_exits
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(SystemExit) as e:
+            with sigterm_exits():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+        assert e.value.code == 143 and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        seen = []
+        mine = signal.signal(signal.SIGTERM, lambda *a: seen.append(1))  # noqa: F841 - a caller's own handler
+        with sigterm_exits():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+        assert seen == [1]  # left alone
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+LIBRARY_SCRIPT = """
+import sys
+from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+train_cgp("digits-cnn", "digits", CGPConfig(mode="asp", duration_s=60, workers=2, base_quotas=(0.3, 0.3)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_a_plain_script_calling_train_cgp_removes_its_cgroups_on_sigterm(tmp_path):
+    import signal
+    import subprocess
+
+    from host_agent.scheduling.pipeline.cgroups import CPU_ROOT
+    p = subprocess.Popen([sys.executable, "-c", LIBRARY_SCRIPT], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    prefix = f"saatp-cgp-{p.pid}-"
+    try:
+        t_end = time.monotonic() + 120
+        while not [d for d in os.listdir(CPU_ROOT) if d.startswith(prefix)]:
+            assert p.poll() is None and time.monotonic() < t_end, "the run made no cgroups"
+            time.sleep(0.2)
+        kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        time.sleep(3)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(60) == 143  # before: killed by SIGTERM, its three cgroups left behind
+        assert "interrupted" in p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert not [d for d in os.listdir(CPU_ROOT) if d.startswith(prefix)]
+    time.sleep(1)
+    assert not [k for k in kids if os.path.exists(f"/proc/{k}") and "procs" in open(f"/proc/{k}/cmdline").read()]
