@@ -23,9 +23,34 @@ def load_fn(spec: str, what: str):
     if "" not in sys.path and here not in sys.path:
         sys.path.append(here)
     try:
-        return getattr(importlib.import_module(mod), fn)
+        obj = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError) as e:
         raise ValueError(f"cannot load {what} {spec!r}: {e}") from e
+    export_import_root(mod)
+    return obj
+
+
+def export_import_root(mod: str) -> None:
+    """Let the processes this one starts (the ranks: ``python -m ...`` from the current
+    directory, with this process's environment) import ``mod`` from where this process did:
+    the directory of its top-level package goes on ``PYTHONPATH`` unless a child finds it anyway
+    (the current directory, the interpreter's own directories). A script calling ``train_cgp``
+    finds a module beside it (Python puts the script's directory on the path) or on a path it
+    added; until 2026-11-28 every rank then failed with "No module named ..."."""
+    top = sys.modules.get(mod.split(".")[0])
+    f = getattr(top, "__file__", None)
+    if not f:
+        return
+    root = os.path.dirname(os.path.realpath(f))
+    if os.path.basename(f) == "__init__.py":
+        root = os.path.dirname(root)
+    if root == os.path.realpath(os.getcwd()):
+        return
+    if any(root.startswith(os.path.realpath(p) + os.sep) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}):
+        return
+    have = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in have:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *have])
 
 
 def spec_of(fn, what: str) -> str:

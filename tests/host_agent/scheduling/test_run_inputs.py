@@ -347,3 +347,25 @@ def test_a_plain_script_calling_train_cgp_removes_its_cgroups_on_sigterm(tmp_pat
     assert not [d for d in os.listdir(CPU_ROOT) if d.startswith(prefix)]
     time.sleep(1)
     assert not [k for k in kids if os.path.exists(f"/proc/{k}") and "procs" in open(f"/proc/{k}/cmdline").read()]
+
+
+def test_the_ranks_find_a_model_module_where_a_script_found_it(tmp_path, monkeypatch):
+    import subprocess
+
+    from host_agent.scheduling.fn_specs import load_fn
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "beside_script_saatp.py").write_text("def net():\n    return 7\n")
+    monkeypatch.syspath_prepend(str(models))  # as Python does for a script in models/
+    monkeypatch.delitem(sys.modules, "beside_script_saatp", raising=False)
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    monkeypatch.chdir(tmp_path)  # the ranks start here: python -m finds modules of tmp_path only
+    assert load_fn("beside_script_saatp:net", "model")() == 7
+    assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(models.resolve()), "/somewhere/else"]
+    child = subprocess.run([sys.executable, "-c", "import beside_script_saatp; print(beside_script_saatp.net())"],
+                           capture_output=True, text=True)
+    assert child.stdout == "7\n", child.stderr  # before: "No module named 'beside_script_saatp'" in every rank
+    load_fn("beside_script_saatp:net", "model")
+    assert os.environ["PYTHONPATH"].count(str(models.resolve())) == 1  # once
+    load_fn("json:dumps", "model")  # the interpreter's own: nothing to add
+    assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(models.resolve()), "/somewhere/else"]
