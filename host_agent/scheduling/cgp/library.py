@@ -29,7 +29,7 @@ import torch
 
 from .. import digits
 from ..fn_specs import spec_of
-from ..groups.checks import check_model_on_data
+from ..groups.checks import check_model_on_data, least_batch
 from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, host_store
@@ -135,7 +135,11 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
         torch.save((data.x_train, data.y_train, data.x_test, data.y_test), data_path)
     else:
         data, data_path, data_spec = digits.dataset_from(dataset, cfg.seed), None, dataset
-    check_model_on_data(digits.model_from(spec), data, spec)  # here, not in every rank after start-up
+    model = digits.model_from(spec)
+    check_model_on_data(model, data, spec)  # here, not in every rank after start-up
+    least = least_batch(model, data.x_train)  # a batch-norm layer does not train on one sample
+    require("local_batch", cfg.local_batch, cfg.local_batch >= least,
+            f">= {least} for {spec} (a batch-norm layer does not train on one sample)", "--batch")
     # the slots the training time spans, and one for its last step (the run's end waits for it):
     # until 2026-11-28 always 1000, so the quotas froze after 2000 s of 2-s slots, and the
     # generated trace's warning counted a 15-s run's slots as "1154 of its 4000" quotas

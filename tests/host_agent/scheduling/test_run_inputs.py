@@ -369,3 +369,18 @@ def test_the_ranks_find_a_model_module_where_a_script_found_it(tmp_path, monkeyp
     assert os.environ["PYTHONPATH"].count(str(models.resolve())) == 1  # once
     load_fn("json:dumps", "model")  # the interpreter's own: nothing to add
     assert os.environ["PYTHONPATH"].split(os.pathsep) == [str(models.resolve()), "/somewhere/else"]
+
+
+def test_train_cgp_refuses_a_local_batch_of_one_for_a_batch_norm_model(tmp_path, monkeypatch):
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    (tmp_path / "bn_model_saatp.py").write_text(
+        "from torch import nn\n"
+        "def net():\n    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bn_model_saatp", raising=False)
+    t0 = time.monotonic()
+    # before: every worker failed after start-up, "Expected more than 1 value per channel when training"
+    with pytest.raises(ValueError, match=r"local_batch \(--batch\) must be >= 2 for bn_model_saatp:net \(a "
+                                         r"batch-norm layer does not train on one sample\), got 1"):
+        train_cgp("bn_model_saatp:net", _blob_data(), CGPConfig(local_batch=1, cgroups=False), log_dir=str(tmp_path))
+    assert time.monotonic() - t0 < 30  # no process was started
