@@ -108,14 +108,19 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
             g = None if last else grads.take(a, b)
             t0 = tick() if clock is not None or trace is not None else 0.0
             c0 = cpu() if trace is not None else 0.0
-            if last:
-                out.backward()
-            else:
-                out.backward(g)
+            # an output that needs no gradient (a first stage with no trainable parameter: a
+            # Flatten, frozen layers) has nothing to back-propagate; its backward failed with
+            # "element 0 of tensors does not require grad" until 2026-11-28
+            if out.requires_grad:
+                if last:
+                    out.backward()
+                else:
+                    out.backward(g)
             if clock is not None:
                 clock[0] += tick() - t0
             if rank > 0:
-                pending += isend(inp.grad, a, peers[rank - 1], TAG_GRAD)
+                pending += isend(inp.grad if inp.grad is not None else torch.zeros_like(inp), a, peers[rank - 1],
+                                 TAG_GRAD)
         else:
             raise ValueError(f"unknown op {kind!r}")
         if trace is not None:

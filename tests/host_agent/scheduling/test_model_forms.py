@@ -58,6 +58,19 @@ def a_single_module():
     return (nn.Linear(6, 3), batch, loss)
 
 
+def no_parameters_first():
+    """Its first two layers have no parameter: a first stage of them has nothing to train."""
+    return (lambda: nn.Sequential(nn.Flatten(), nn.Identity(), *layers()), batch, loss)
+
+
+def frozen_first():
+    def build():
+        m = nn.Sequential(*layers())
+        m[0].requires_grad_(False)
+        return m
+    return (build, batch, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -79,21 +92,32 @@ def test_a_list_of_modules_is_a_model(models, fn):
     torch.testing.assert_close(a[0].weight, b[0].weight)  # FN seeds its own weights
 
 
-def test_a_built_list_trains_in_the_pipeline_as_in_one_process(models, tmp_path):
-    B, cuts, rows = 6, [2, 4], [[2, 4], [3, 3], [6]]
+@pytest.mark.parametrize("fn, cuts", [("built_list", [2, 4]),
+                                      # a first stage without trainable parameters: its backward
+                                      # failed with "element 0 of tensors does not require grad"
+                                      ("no_parameters_first", [2, 4]), ("frozen_first", [1, 4])])
+def test_the_pipeline_trains_as_one_process_does(models, tmp_path, fn, cuts):
+    B, rows = 6, [[2, 4], [3, 3], [6]]
     from host_agent.scheduling.costmodel import PipelineCosts
     from host_agent.scheduling.orders import schedule
 
     costs = PipelineCosts.from_arrays(B, [0.1] * 3, [0.01] * 3, send_lat=0.01)
-    cfg = StageConfig(model=f"{models}:built_list", cuts=cuts, B=B, steps=2, warmup=0, schedule="ours",
-                      rows=rows, orders=schedule(costs, rows, "1f1b").orders, save_params=True)
+    runs = [dict(schedule="ours", rows=rows, orders=schedule(costs, rows, "1f1b").orders),
+            dict(schedule="torch-gpipe", M=2)]
+    cfg = StageConfig(model=f"{models}:{fn}", cuts=cuts, B=B, steps=2, warmup=0, schedule="ours", runs=runs,
+                      save_params=True)
     out = launch.run(cfg, keep_dir=str(tmp_path / "run"))
-    want = reference.train(f"{models}:built_list", cuts, B, 2)
-    for r in range(3):
-        got = torch.load(tmp_path / "run" / f"rank{r}.run0.pt")
-        for k in got:
-            torch.testing.assert_close(got[k], want[r][k], rtol=1e-4, atol=1e-5)
-    assert len(out["iteration_s"]) == 2
+    want = reference.train(f"{models}:{fn}", cuts, B, 2)
+    before = reference.train(f"{models}:{fn}", cuts, B, 0)
+    for run in range(2):
+        for r in range(3):
+            got = torch.load(tmp_path / "run" / f"rank{r}.run{run}.pt")
+            for k in got:
+                torch.testing.assert_close(got[k], want[r][k], rtol=1e-4, atol=1e-5)
+        assert len(out["runs"][run]["iteration_s"]) == 2
+    moved = [(r, k) for r in range(3) for k, v in torch.load(tmp_path / "run" / f"rank{r}.run0.pt").items()
+             if not torch.equal(v, before[r][k])]
+    assert moved and (fn != "frozen_first" or (0, "0.weight") not in moved)  # the frozen layer stays put
 
 
 @pytest.mark.parametrize("fn, message", [
