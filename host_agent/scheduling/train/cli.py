@@ -359,8 +359,12 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("no schedule fits the memory limits" if limit else "no schedule has a feasible plan")
         left = [s for s in schedules if s not in {r["family"] for r in runs}]
         if left:
-            why = (["torch's schedules need M dividing B, torch-1f1b also M >= the stage count"]
-                   if set(left) & set(TORCH_SCHEDULES) else []) + (["the memory limits"] if limit else [])
+            # the model's least microbatch was not named: B=5 on 3 stages with a BatchNorm left
+            # torch-1f1b out (M=5 is its only count) "as torch-1f1b needs M >= the stage count"
+            why = ([f"torch's schedules need M dividing B and at most --mmax {args.mmax}, torch-1f1b also "
+                    f"M >= the stage count"] if set(left) & set(TORCH_SCHEDULES) else []) + (
+                [f"microbatches of at least {least} samples (the model's least)"] if least > 1 else []) + (
+                ["the memory limits"] if limit else [])
             print(f"note: left out {', '.join(left)}: no microbatch count fits ({'; '.join(why)})", flush=True)
         load = [round(x, 2) for x in os.getloadavg()]
         tuning = None

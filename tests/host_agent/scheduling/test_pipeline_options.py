@@ -97,7 +97,7 @@ def test_result_files_go_into_a_new_directory_and_a_directory_is_refused_up_fron
     path = tmp_path / "prof.json"
     path.write_text(json.dumps(prof))
     train = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
-             "--batch", "4", "--schedule", "gpipe", "--steps", "1", "--candidates", "1"]
+             "--batch", "3", "--schedule", "gpipe", "--schedule", "torch-1f1b", "--steps", "1", "--candidates", "1"]
     assert main(train + ["--json", str(tmp_path)]) == 2
     out = capsys.readouterr()
     assert f"--json {tmp_path}: is a directory" in out.err and "running" not in out.out
@@ -110,6 +110,8 @@ def test_result_files_go_into_a_new_directory_and_a_directory_is_refused_up_fron
     res = tmp_path / "new" / "sub" / "train.json"
     assert main(train + ["--json", str(res)]) == 0
     assert json.loads(res.read_text())["summary"]["runs"][0]["family"] == "gpipe"
+    # torch-1f1b's only count at B=3 on 2 stages is M=3, one-sample microbatches: the note says so
+    assert "left out torch-1f1b" in (out := capsys.readouterr().out) and "at least 2 samples" in out
     plan = tmp_path / "new2" / "plan.json"
     assert main(["plan", "umpipe", "--pop", "8", "--gens", "2", "--json", str(plan)]) == 0  # a named scenario
     assert json.loads(plan.read_text())["umpipe"]["makespan"] > 0
