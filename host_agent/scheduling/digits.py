@@ -9,6 +9,7 @@ int64 labels), split 80/20 into train and test with a seeded permutation. ``cnn(
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass
 
 import torch
@@ -117,6 +118,21 @@ def _call(spec: str, what: str):
     except ValueError:  # no signature to check (some built-ins): call it as it is
         pass
     return fn()
+
+
+def save_for_ranks(data: Dataset, out_dir: str) -> str:
+    """``data`` saved as ``out_dir/data.pt`` for the rank processes (:func:`load_saved`): they
+    train on the data set the parent evaluates on, whatever the data function does. Until
+    2026-11-28 every rank called a ``MODULE:FN`` itself, so a split without a seed (a
+    ``train_test_split`` without ``random_state``) gave every process a split of its own, and
+    the parent's test samples were training samples of the workers."""
+    path = os.path.join(out_dir, "data.pt")
+    torch.save((data.x_train, data.y_train, data.x_test, data.y_test), path)
+    return path
+
+
+def load_saved(path: str) -> Dataset:
+    return Dataset(*torch.load(path))
 
 
 def model_from(spec: str) -> nn.Module:

@@ -130,11 +130,10 @@ def dataset_arg(dataset):
 
 
 def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> dict:
-    if isinstance(dataset, digits.Dataset):
-        data, data_path, data_spec = dataset, os.path.join(out_dir, "data.pt"), None
-        torch.save((data.x_train, data.y_train, data.x_test, data.y_test), data_path)
-    else:
-        data, data_path, data_spec = digits.dataset_from(dataset, cfg.seed), None, dataset
+    data = dataset if isinstance(dataset, digits.Dataset) else digits.dataset_from(dataset, cfg.seed)
+    data_path, data_spec = None, dataset
+    if dataset != "digits":  # the ranks load this process's data: a user's FN is called once
+        data_path, data_spec = digits.save_for_ranks(data, out_dir), None
     model = digits.model_from(spec)
     check_model_on_data(model, data, spec)  # here, not in every rank after start-up
     least = least_batch(model, data.x_train)  # a batch-norm layer does not train on one sample

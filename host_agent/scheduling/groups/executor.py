@@ -175,8 +175,10 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     with cg or nullcontext(), RankProcesses(out_dir, "groups run") as ranks:
         if cg:
             cg.set(cfg.base_quotas)
-        wcfg = dict(world=cfg.world, port=port, model=cfg.model, data=cfg.data, B=cfg.B, lr=cfg.lr,
-                    momentum=cfg.momentum, seed=cfg.seed, backend=cfg.backend, timeout_s=cfg.timeout_s,
+        # the workers load the parent's data (a user's data FN is called once, here)
+        data_path = None if cfg.data == "digits" else digits.save_for_ranks(data, out_dir)
+        wcfg = dict(world=cfg.world, port=port, model=cfg.model, data=cfg.data, data_path=data_path, B=cfg.B,
+                    lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, backend=cfg.backend, timeout_s=cfg.timeout_s,
                     costs=costs.to_dict(), cgroups=cg.paths if cg else None, beat_dir=out_dir)
         cfg_path = os.path.join(out_dir, "config.json")
         with open(cfg_path, "w") as f:

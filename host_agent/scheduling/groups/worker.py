@@ -93,7 +93,8 @@ class Worker:
         self.world = int(cfg["world"])
         self.store = join_world(int(cfg["port"]), rank, self.world, cfg.get("backend", "gloo"),
                                 cfg.get("timeout_s", 300), int(cfg.get("threads", 1)))
-        data = digits.dataset_from(cfg["data"], int(cfg.get("data_seed", 0)))
+        data = (digits.load_saved(cfg["data_path"]) if cfg.get("data_path")
+                else digits.dataset_from(cfg["data"], int(cfg.get("data_seed", 0))))
         self.X, self.Y = data.x_train, data.y_train
         self.costs = LayerCosts.from_dict(cfg["costs"])
         self.sampler = ShareSampler(len(self.X), int(cfg["B"]), int(cfg.get("seed", 0)))

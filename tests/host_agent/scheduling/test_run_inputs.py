@@ -384,3 +384,40 @@ def test_train_cgp_refuses_a_local_batch_of_one_for_a_batch_norm_model(tmp_path,
                                          r"batch-norm layer does not train on one sample\), got 1"):
         train_cgp("bn_model_saatp:net", _blob_data(), CGPConfig(local_batch=1, cgroups=False), log_dir=str(tmp_path))
     assert time.monotonic() - t0 < 30  # no process was started
+
+
+def _counting_data_module(tmp_path, monkeypatch) -> str:
+    (tmp_path / "counted_data_saatp.py").write_text(
+        "import os\nimport numpy as np\n"
+        f"LOG = {str(tmp_path / 'calls')!r}\n"
+        "def data():\n"
+        "    with open(LOG, 'a') as f:\n"
+        "        f.write(f'{os.getpid()}\\n')\n"
+        "    rng = np.random.default_rng()  # a split without a seed: each call gives another\n"
+        "    x = rng.normal(size=(200, 4)).astype(np.float32)\n"
+        "    y = (x[:, 0] > 0).astype(np.int64)\n"
+        "    return x[:150], y[:150], x[150:], y[150:]\n"
+        "def mlp():\n"
+        "    from torch import nn\n"
+        "    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "counted_data_saatp", raising=False)
+    return "counted_data_saatp"
+
+
+@pytest.mark.slow
+def test_every_rank_trains_on_the_data_the_parent_evaluates_on(tmp_path, monkeypatch):
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    mod = _counting_data_module(tmp_path, monkeypatch)
+    calls = tmp_path / "calls"
+    res = run(GroupsConfig(methods=("bsp",), model=f"{mod}:mlp", data=f"{mod}:data", slots=1, iters=1, B=32,
+                           world=2, base_quotas=(1.0, 1.0), cgroups=False))
+    assert res["runs"]["bsp"]["slots"][0]["finite"]
+    # before: the parent and each of the 2 workers called the FN, each got a split of its own
+    assert calls.read_text().splitlines() == [str(os.getpid())]
+    calls.unlink()
+    r = train_cgp(f"{mod}:mlp", f"{mod}:data", CGPConfig(mode="asp", duration_s=0.5, workers=2,
+                                                        base_quotas=(1.0, 1.0), cgroups=False))
+    assert r["final_acc"] is not None
+    assert calls.read_text().splitlines() == [str(os.getpid())]  # before: 4 calls (2 workers and the server)
