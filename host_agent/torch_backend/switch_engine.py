@@ -47,14 +47,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import grpc
 import numpy as np
 
 from .. import constants, wire
 from ..controller import Controller
-from ..p4runtime import p4runtime_pb2
 from ..p4runtime.client import P4RuntimeClient
-from ..p4runtime.p4runtime_pb2_grpc import P4RuntimeStub
 from ..p4runtime.target import P4RuntimeTarget
 from ..quantize import E_NONFINITE, E_ZERO, INT32_MAX, amax_exponent, frac_bits, quant_step_error
 from ..worker import AgentConfig, Worker
@@ -62,11 +59,9 @@ from .engines import AllreduceEngine, EngineContext, SwitchEngineError, check_op
 from .options import engine_options, given_switch
 from .switch_job import LAYOUT_KEY, join_shared_switch, setup_given_switch
 from .switch_link import open_link, release_link
+from .switch_watch import SwitchWatch
 
 _U32 = float(np.finfo(np.float32).eps) / 2  # float32 unit roundoff
-# switch watchdog: a question every WATCH_PERIOD s, each answered within WATCH_TIMEOUT s; gone after
-# WATCH_MISSES unanswered in a row (a refused connection at once): at most about 1.5 s
-WATCH_PERIOD, WATCH_TIMEOUT, WATCH_MISSES = 0.25, 0.6, 2
 # a speculated scale stands if it is at most this many bits below the agreed one (never above)
 SCALE_SLACK = 2
 _SIZE_MEMORY = 64   # (size -> f) pairs a lane remembers for its guesses
@@ -168,9 +163,10 @@ class SwitchAllreduceEngine(AllreduceEngine):
         self.rounds = 0      # SA-ATP chunks (switch rounds) run, redone iterations included
         self.redone = 0      # iterations redone because the speculated scale did not stand
         self.on_close: Callable[[], None] | None = None  # rank 0: remove the job / stop sharing
-        self._watch_stop = threading.Event()
+        self._watch: SwitchWatch | None = None
         if layout.get("grpc") and os.environ.get("SAATP_SWITCH_WATCH", "1") != "0":
-            threading.Thread(target=self._watch_switch, name=f"saatp-switch-watch-r{self.rank}", daemon=True).start()
+            self._watch = SwitchWatch(layout["grpc"], self._switch_gone, name=f"saatp-switch-watch-r{self.rank}",
+                                      describe=f", process {layout['pid']}" if layout.get("pid") else "")
 
     @property
     def cfg(self) -> AgentConfig:
@@ -410,37 +406,16 @@ class SwitchAllreduceEngine(AllreduceEngine):
         self._aborted = self._aborted or why
 
     # -- switch watchdog ------------------------------------------------------------------------
-    def _watch_switch(self) -> None:
-        """Ask the switch for its P4Runtime capabilities every WATCH_PERIOD s: a refused connection,
-        or WATCH_MISSES answers missing in a row, means the switch is gone -- the group fails at
-        once (``on_failure``) instead of at the collective's timeout."""
-        addr = self.layout.get("grpc")
-        channel = grpc.insecure_channel(addr)
-        stub = P4RuntimeStub(channel)
-        misses = 0
-        try:
-            while not self._watch_stop.wait(WATCH_PERIOD):
-                try:
-                    stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=WATCH_TIMEOUT)
-                    misses = 0
-                    continue
-                except grpc.RpcError as e:
-                    code = e.code() if callable(getattr(e, "code", None)) else None
-                    misses = WATCH_MISSES if code == grpc.StatusCode.UNAVAILABLE else misses + 1
-                    detail = getattr(code, "name", str(code))
-                if misses >= WATCH_MISSES and not self._watch_stop.is_set():
-                    why = (f"the switch at {addr} is gone (P4Runtime: {detail}"
-                           f"{', process ' + str(self.layout['pid']) if self.layout.get('pid') else ''})")
-                    self.abort(why)
-                    cb = self.on_failure
-                    if cb is not None:
-                        cb(why)
-                    return
-        finally:
-            channel.close()
+    def _switch_gone(self, why: str) -> None:
+        """The watchdog's verdict (on its thread): fail the group now."""
+        self.abort(why)
+        cb = self.on_failure
+        if cb is not None:
+            cb(why)
 
     def close(self) -> None:
-        self._watch_stop.set()
+        if self._watch is not None:
+            self._watch.stop()
         if self._closed:
             return
         self._closed = True

@@ -335,6 +335,31 @@ def test_pg_p2p_recv_does_not_block_collectives():
     assert outs[1] == ([0.0] * 3, [2.0, 2.0], 0)
 
 
+def test_shutdown_waits_for_the_groups_threads():
+    """shutdown() (what destroy_process_group calls) returns only once the group's lane threads
+    have ended, also one that was waiting in a receive. A daemon thread that still drops a Work
+    (its future and tensors: C++) while the interpreter finalizes aborts the process with
+    "terminate called without an active exception" after all its work was done."""
+    pgs = make_groups(2)
+    lanes = [[t for t in threading.enumerate() if t.name.startswith(("saatp-coll-", "saatp-send-", "saatp-recv-"))
+              and t.name.endswith(f"-r{r}")] for r in range(2)]
+    assert all(len(ts) == 3 for ts in lanes), [[t.name for t in ts] for ts in lanes]
+    work = pgs[0].recv([torch.zeros(4)], 1, 9)  # rank 1 never sends
+    ended = []
+
+    def slow_callback(fut):  # runs on the lane thread that completes the Work
+        time.sleep(0.5)
+        ended.append(True)
+    work.get_future().then(slow_callback)
+    time.sleep(0.2)  # the receive is running on rank 0's recv lane
+    shutdown(pgs)
+    assert ended, "shutdown() returned while the lane still completed the pending Work"
+    alive = [t.name for ts in lanes for t in ts if t.is_alive()]
+    assert alive == [], f"lane threads still running after shutdown: {alive}"
+    with pytest.raises(Exception, match="closed|shut down"):
+        work.wait()
+
+
 # ------------------------------------------------------------------------------------------------
 # engine selection and the switch-engine seam
 # ------------------------------------------------------------------------------------------------
