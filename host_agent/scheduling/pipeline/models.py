@@ -174,6 +174,23 @@ def build_layers(spec: ModelSpec, seed: int = 0) -> nn.Sequential:
     raise ValueError(f"model {spec.name} must be an nn.Sequential or a list of modules, got {type(m).__name__}")
 
 
+def check_batch(spec: ModelSpec, B: int) -> None:
+    """ValueError unless ``make_batch(B, 0)`` is an (input, target) pair of tensors of ``B``
+    samples each (their first dimension): the stages slice both by sample. A make_batch that
+    returned fewer samples failed the pipeline's first run with "bad pipeline message header"
+    in the stages' logs (and the profiler timed its layers on the wrong sizes) until 2026-11-28."""
+    got = spec.make_batch(B, 0)
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
+        kind = (f"a {type(got).__name__} of {len(got)}" if isinstance(got, (tuple, list))
+                else f"a {type(got).__name__}")
+        raise ValueError(f"model {spec.name}: make_batch({B}, 0) must return (input, target) tensors, not {kind}")
+    for what, t in zip(("input", "target"), got):
+        n = t.shape[0] if t.dim() else 0
+        if n != B:
+            raise ValueError(f"model {spec.name}: make_batch({B}, 0) returned an {what} of {n} samples (shape "
+                             f"{tuple(t.shape)}), not {B}: the first dimension is the sample")
+
+
 def cut(layers: nn.Sequential, cuts: list[int]) -> list[nn.Sequential]:
     """Stage modules: layers [0, cuts[0]), [cuts[0], cuts[1]), ..., [cuts[-1], L)."""
     bounds = [0, *cuts, len(layers)]

@@ -17,7 +17,7 @@ import time
 
 from ..interrupts import held_interrupts
 from ..pipeline import cgroups
-from ..pipeline.models import build_layers, load_model
+from ..pipeline.models import build_layers, check_batch, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
 from .calibrate import calibrate_split
@@ -99,6 +99,7 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
                              or not all(0 < c < n_layers for c in cuts)):
         raise ValueError(f"--cuts {','.join(map(str, cuts))}: need {len(quotas) - 1} increasing cuts "
                          f"within 1..{n_layers - 1}")
+    check_batch(spec, max(*sizes, B or 0))
     if any(q is not None for q in quotas):
         why = cgroups.unavailable_reason()
         if why:

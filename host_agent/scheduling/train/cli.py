@@ -36,7 +36,7 @@ from ..costmodel import equal_sizes
 from ..profile import cli as profile_cli
 from ..profile import costs as profile_costs
 from ..pipeline import cgroups, launch
-from ..pipeline.models import build_layers, load_model
+from ..pipeline.models import build_layers, check_batch, load_model
 from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
@@ -314,6 +314,7 @@ def run(args: argparse.Namespace) -> int:
         family.check_memory_limit(args.memory_limit)
         cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None
         check_result_files(args.json, None)  # a missing directory lost the result with a traceback
+        check_batch(spec, args.batch)
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:

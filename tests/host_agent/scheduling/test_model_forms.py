@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from host_agent.scheduling.pipeline import launch, reference
-from host_agent.scheduling.pipeline.models import build_layers, load_model
+from host_agent.scheduling.pipeline.models import build_layers, check_batch, load_model
 from host_agent.scheduling.pipeline.worker import StageConfig
 
 MODELS = '''
@@ -69,6 +69,14 @@ def frozen_first():
         m[0].requires_grad_(False)
         return m
     return (build, batch, loss)
+
+
+def short_batches():  # a data set of 4 samples, whatever B
+    return (layers, lambda B, step: batch(min(B, 4), step), loss)
+
+
+def inputs_only():
+    return (layers, lambda B, step: batch(B, step)[0], loss)
 
 
 NOT_A_FUNCTION = 5
@@ -139,3 +147,25 @@ def test_the_command_names_a_bad_model_without_a_traceback(models, tmp_path, cap
                  "--no-calibrate", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "returned 42 (int) as the model" in err and "Traceback" not in err and not out.exists()
+
+
+def test_a_make_batch_that_does_not_give_b_samples_is_named_before_anything_runs(models, tmp_path, capsys):
+    """It failed the first pipeline run with "bad pipeline message header" in the stages' logs,
+    after the profiler had timed the layers on batches smaller than it said."""
+    from emulation.cli import main
+
+    for name in ("vgg-mini", "gpt-mini", f"{models}:built_list"):
+        check_batch(load_model(name), 3)
+    with pytest.raises(ValueError, match=r"make_batch\(8, 0\) returned an input of 4 samples \(shape \(4, 6\)\), not 8"):
+        check_batch(load_model(f"{models}:short_batches"), 8)
+    with pytest.raises(ValueError, match=r"make_batch\(8, 0\) must return \(input, target\) tensors, not a Tensor"):
+        check_batch(load_model(f"{models}:inputs_only"), 8)
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", f"{models}:short_batches", "--stages", "2", "--quota", "none",
+                 "--sizes", "1,2,4,8", "--out", str(out)]) == 2
+    got = capsys.readouterr()
+    assert "returned an input of 4 samples" in got.err and "profiling" not in got.out and not out.exists()
+    assert main(["train", "pipeline", "--model", f"{models}:short_batches", "--stages", "2", "--quota", "none",
+                 "--batch", "6"]) == 2
+    got = capsys.readouterr()
+    assert "make_batch(6, 0) returned an input of 4 samples" in got.err and "profiling" not in got.out
