@@ -176,7 +176,8 @@ def build_layers(spec: ModelSpec, seed: int = 0) -> nn.Sequential:
 
 def check_batch(spec: ModelSpec, B: int) -> None:
     """ValueError unless ``make_batch(B, 0)`` is an (input, target) pair of tensors of ``B``
-    samples each (their first dimension): the stages slice both by sample. A make_batch that
+    samples each (their first dimension): the stages slice both by sample; and unless
+    ``loss_sum`` of the model's output on two of them is one floating-point tensor. A make_batch that
     returned fewer samples failed the pipeline's first run with "bad pipeline message header"
     in the stages' logs (and the profiler timed its layers on the wrong sizes) until 2026-11-28."""
     got = spec.make_batch(B, 0)
@@ -189,6 +190,18 @@ def check_batch(spec: ModelSpec, B: int) -> None:
         if n != B:
             raise ValueError(f"model {spec.name}: make_batch({B}, 0) returned an {what} of {n} samples (shape "
                              f"{tuple(t.shape)}), not {B}: the first dimension is the sample")
+    # loss_sum must give one number: per-sample losses failed every stage's first iteration
+    # with "only one element tensors can be converted to Python scalars" (2026-11-28)
+    x, y = got
+    layers = build_layers(spec)
+    layers.eval()  # as the stages' shape probe: no BatchNorm statistics, no one-sample refusal
+    with torch.no_grad():
+        loss = spec.loss_sum(layers(x[:2]), y[:2])
+    if not (isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.is_floating_point()):
+        kind = (f"a tensor of shape {tuple(loss.shape)} and type {loss.dtype}" if isinstance(loss, torch.Tensor)
+                else f"a {type(loss).__name__}")
+        raise ValueError(f"model {spec.name}: loss_sum(output, target) must return one floating-point tensor "
+                         f"(the sum of the per-sample losses), not {kind}")
 
 
 def cut(layers: nn.Sequential, cuts: list[int]) -> list[nn.Sequential]:

@@ -79,6 +79,10 @@ def inputs_only():
     return (layers, lambda B, step: batch(B, step)[0], loss)
 
 
+def per_sample_losses():
+    return (layers, batch, lambda out, y: nn.functional.cross_entropy(out, y, reduction="none"))
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -160,6 +164,9 @@ def test_a_make_batch_that_does_not_give_b_samples_is_named_before_anything_runs
         check_batch(load_model(f"{models}:short_batches"), 8)
     with pytest.raises(ValueError, match=r"make_batch\(8, 0\) must return \(input, target\) tensors, not a Tensor"):
         check_batch(load_model(f"{models}:inputs_only"), 8)
+    with pytest.raises(ValueError, match=r"loss_sum\(output, target\) must return one floating-point tensor \(the "
+                                         r"sum of the per-sample losses\), not a tensor of shape \(2,\)"):
+        check_batch(load_model(f"{models}:per_sample_losses"), 8)  # failed every stage's first iteration
     out = tmp_path / "p.json"
     assert main(["profile", "--model", f"{models}:short_batches", "--stages", "2", "--quota", "none",
                  "--sizes", "1,2,4,8", "--out", str(out)]) == 2
