@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..pipeline.cgroups import CpuQuotas
+from ..pipeline.cgroups import CpuQuotas, unavailable_reason
 from ..workloads import Combined, Persistent, TraceReplay, Transient, read_slot_csv
 
 MIN_QUOTA = 0.1  # CPUs: the kernel needs >= 1 ms per 10 ms period
@@ -131,6 +131,10 @@ class SlotQuotas:
     processes in them have exited."""
 
     def __init__(self, n: int, prefix: str, period_us: int = 10_000):
+        why = unavailable_reason()
+        if why:  # the run's options say how to go without (the bare reason did not)
+            raise RuntimeError(f"{why}: run as root on a host with the cgroup v1 cpu controller, or without CPU "
+                               f"quotas (--no-cgroups; cgroups=False in a config)")
         self.cg = CpuQuotas(prefix=prefix, period_us=period_us)
         self.paths = [self.cg.create(f"rank{r}", 1.0) for r in range(n)]
 

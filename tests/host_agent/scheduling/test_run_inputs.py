@@ -421,3 +421,11 @@ def test_every_rank_trains_on_the_data_the_parent_evaluates_on(tmp_path, monkeyp
                                                         base_quotas=(1.0, 1.0), cgroups=False))
     assert r["final_acc"] is not None
     assert calls.read_text().splitlines() == [str(os.getpid())]  # before: 4 calls (2 workers and the server)
+
+
+def test_a_host_without_cgroup_quotas_is_told_how_to_run_without_them(monkeypatch):
+    from host_agent.scheduling.groups import quotas
+    monkeypatch.setattr(quotas, "unavailable_reason", lambda: "cgroup CPU quotas need root")
+    with pytest.raises(RuntimeError, match=r"cgroup CPU quotas need root: run as root .* or without CPU quotas "
+                                           r"\(--no-cgroups; cgroups=False in a config\)"):
+        quotas.SlotQuotas(2, "saatp-test-never-made")
