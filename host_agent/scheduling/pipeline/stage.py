@@ -35,7 +35,12 @@ def _messages(rows: Sequence[int], order: Sequence[tuple[str, int]], kind: str) 
 
 
 def stage_shapes(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[int, ...]]:
-    """Per-sample output shape of every stage (a dry forward of one sample, in eval mode: a
+    """Per-sample output shape of every stage (:func:`stage_io`)."""
+    return [tuple(out.shape[1:]) for _, out in stage_io(stages, x1)]
+
+
+def stage_io(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(input, output) of every stage for the one sample ``x1``: a dry forward in eval mode (a
     BatchNorm in training mode refuses one sample and would count it in its running
     statistics, a Dropout would draw from the random stream)."""
     out = []
@@ -45,8 +50,9 @@ def stage_shapes(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[in
             h = x1
             for st in stages:
                 st.eval()
-                h = st(h)
-                out.append(tuple(h.shape[1:]))
+                y = st(h)
+                out.append((h, y))
+                h = y
     finally:
         for st, flags in zip(stages, modes):
             for m, f in zip(st.modules(), flags):

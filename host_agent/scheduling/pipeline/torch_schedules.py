@@ -13,15 +13,28 @@ TORCH_SCHEDULES = ("torch-gpipe", "torch-1f1b")
 
 
 def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B: int,
-              loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable:
-    """Returns ``step(x, y) -> loss`` running one iteration of the torch schedule on this rank."""
+              loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+              example: tuple[torch.Tensor, torch.Tensor] | None = None) -> Callable:
+    """Returns ``step(x, y) -> loss`` running one iteration of the torch schedule on this rank.
+    ``example``: this stage's (input, output) for one sample (:func:`.stage.stage_io`), from
+    which the stage learns its microbatches' shapes and types. Without it torch infers them at
+    the first step by running the stage on tensors of its own in training mode, which counted
+    them in every BatchNorm's running statistics (one batch more in ``num_batches_tracked``
+    than the same training in one process, 2026-11-28)."""
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     if B % M:
         raise ValueError(f"{schedule}: M={M} must divide B={B}")
     cls = {"torch-gpipe": ScheduleGPipe, "torch-1f1b": Schedule1F1B}[schedule]
-    stage = PipelineStage(module, rank, world, torch.device("cpu"))
     b = B // M
+    meta = {}
+    if example is not None:
+        # activations carry gradients (the stage's input from the previous stage too); the
+        # first stage's input is data
+        grad = (rank > 0, True)
+        meta = {f"{k}_args": torch.empty((b, *t.shape[1:]), dtype=t.dtype, device="meta").requires_grad_(
+                    g and t.is_floating_point()) for k, t, g in zip(("input", "output"), example, grad)}
+    stage = PipelineStage(module, rank, world, torch.device("cpu"), **meta)
 
     def loss_fn(out, tgt):  # mean over the microbatch; scale_grads divides by M -> minibatch mean
         return loss_sum(out, tgt) / b

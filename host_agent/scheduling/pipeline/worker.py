@@ -15,7 +15,7 @@ from ..progress import Heartbeat
 from ..rank_processes import rank_main
 from . import cgroups
 from .models import build_layers, cut, load_model
-from .stage import run_iteration, stage_shapes
+from .stage import run_iteration, stage_io, stage_shapes
 from .torch_schedules import TORCH_SCHEDULES, make_step
 
 
@@ -106,7 +106,8 @@ class _Run:
         schedule = run["schedule"]
         self.torch_step = None
         if schedule in TORCH_SCHEDULES:
-            self.torch_step = make_step(schedule, self.module, rank, world, int(run["M"]), cfg.B, spec.loss_sum)
+            self.torch_step = make_step(schedule, self.module, rank, world, int(run["M"]), cfg.B, spec.loss_sum,
+                                        example=stage_io(stages, spec.make_batch(1, 0)[0])[rank])
         elif schedule != "ours":
             raise ValueError(f"unknown schedule {schedule!r}")
         else:

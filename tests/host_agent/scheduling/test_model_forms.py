@@ -83,6 +83,12 @@ def per_sample_losses():
     return (layers, batch, lambda out, y: nn.functional.cross_entropy(out, y, reduction="none"))
 
 
+def batch_norm():
+    torch.manual_seed(5)
+    return (nn.Sequential(nn.Linear(6, 12), nn.BatchNorm1d(12), nn.ReLU(), nn.Linear(12, 12), nn.BatchNorm1d(12),
+                          nn.Linear(12, 3)), batch, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -130,6 +136,31 @@ def test_the_pipeline_trains_as_one_process_does(models, tmp_path, fn, cuts):
     moved = [(r, k) for r in range(3) for k, v in torch.load(tmp_path / "run" / f"rank{r}.run0.pt").items()
              if not torch.equal(v, before[r][k])]
     assert moved and (fn != "frozen_first" or (0, "0.weight") not in moved)  # the frozen layer stays put
+
+
+def test_torchs_schedules_leave_batchnorm_statistics_as_one_process_does(models, tmp_path):
+    """torch's PipelineStage learnt its microbatches' shapes at the first step by running the
+    stage, in training mode, on tensors of its own: every BatchNorm counted them (one batch more
+    in num_batches_tracked, other running statistics). One microbatch, so the statistics must
+    be the full batch's as in one process."""
+    B, cuts = 6, [2, 4]
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.orders import schedule
+
+    rows = [[6]] * 3
+    costs = PipelineCosts.from_arrays(B, [0.1] * 3, [0.01] * 3, send_lat=0.01)
+    runs = [dict(schedule="torch-gpipe", M=1), dict(schedule="ours", rows=rows, orders=schedule(costs, rows,
+                                                                                                "1f1b").orders)]
+    cfg = StageConfig(model=f"{models}:batch_norm", cuts=cuts, B=B, steps=2, warmup=0, schedule="ours", runs=runs,
+                      save_params=True)
+    launch.run(cfg, keep_dir=str(tmp_path / "run"))
+    want = reference.train(f"{models}:batch_norm", cuts, B, 2)
+    for run in range(2):
+        for r in range(3):
+            got = torch.load(tmp_path / "run" / f"rank{r}.run{run}.pt")
+            assert got.keys() == want[r].keys()
+            for k in got:
+                torch.testing.assert_close(got[k], want[r][k], rtol=1e-4, atol=1e-5, msg=f"run {run} stage {r} {k}")
 
 
 @pytest.mark.parametrize("fn, message", [
