@@ -210,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
         cuts = parse_cuts(args.cuts) if args.cuts else None
         check_stall_timeout(args.stall_timeout)
         check_out(args.out)
+        if args.batch < 1 or not (math.isfinite(args.min_time) and args.min_time > 0):
+            # --batch 0 skipped the calibration without a word, a negative one failed after the
+            # layers and the link were measured (2026-11-28)
+            raise ValueError(f"--batch must be >= 1 and --min-time > 0 seconds, got {args.batch} and "
+                             f"{args.min_time:g}")
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
                            cuts=cuts, stall_s=args.stall_timeout, backend=args.backend)
     except (ValueError, RuntimeError) as e:

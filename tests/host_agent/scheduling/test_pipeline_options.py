@@ -115,3 +115,16 @@ def test_result_files_go_into_a_new_directory_and_a_directory_is_refused_up_fron
     plan = tmp_path / "new2" / "plan.json"
     assert main(["plan", "umpipe", "--pop", "8", "--gens", "2", "--json", str(plan)]) == 0  # a named scenario
     assert json.loads(plan.read_text())["umpipe"]["makespan"] > 0
+
+
+@pytest.mark.parametrize("args", [["--batch", "0"], ["--batch", "-4"], ["--min-time", "0"], ["--min-time", "nan"]])
+def test_profile_refuses_a_batch_or_timing_loop_below_one_before_anything_runs(args, tmp_path, capsys):
+    """``--batch 0`` skipped the calibration without a word; ``-4`` failed after the layers and the
+    link were measured."""
+    from emulation.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--out", str(out), *args]) == 2
+    got = capsys.readouterr()
+    assert "--batch must be >= 1 and --min-time > 0 seconds" in got.err and "profiling" not in got.out
+    assert not out.exists()
