@@ -44,8 +44,13 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
         raise ValueError(f"data set: class labels must be >= 0, got {lo}")
     n = int(out.shape[1])
     if hi >= n:
+        distinct = torch.unique(labels)
+        # labels with gaps ({1, 3, 7}) are not 8 classes, but the loss takes label 7 as output 7
+        what = (f"{hi + 1} classes, 0-{hi}" if len(distinct) == hi + 1 else
+                f"{len(distinct)} distinct labels, {', '.join(map(str, distinct[:6].tolist()))}"
+                f"{', ...' if len(distinct) > 6 else ''}; a label is the index of its output")
         raise ValueError(f"model {model_name} gives {n} outputs per sample, but the data set's labels go up to "
-                         f"{hi} ({hi + 1} classes, 0-{hi}): its last layer needs at least {hi + 1} outputs")
+                         f"{hi} ({what}): its last layer needs at least {hi + 1} outputs")
     return n
 
 

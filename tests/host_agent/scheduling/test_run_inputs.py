@@ -429,3 +429,13 @@ def test_a_host_without_cgroup_quotas_is_told_how_to_run_without_them(monkeypatc
     with pytest.raises(RuntimeError, match=r"cgroup CPU quotas need root: run as root .* or without CPU quotas "
                                            r"\(--no-cgroups; cgroups=False in a config\)"):
         quotas.SlotQuotas(2, "saatp-test-never-made")
+
+
+def test_labels_with_gaps_are_not_called_classes_they_are_not():
+    x, y = _blobs(40, classes=(1, 3, 7))
+    data = digits.Dataset(x[:30], y[:30], x[30:], y[30:])
+    # before: "labels go up to 7 (8 classes, 0-7)" for a data set of three classes
+    with pytest.raises(ValueError, match=r"labels go up to 7 \(3 distinct labels, 1, 3, 7; a label is the index of "
+                                         r"its output\): its last layer needs at least 8 outputs"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(4, 3)), data, "m:three")
+    assert check_model_on_data(torch.nn.Sequential(torch.nn.Linear(4, 8)), data, "m:eight") == 8
