@@ -35,7 +35,7 @@ from .costs import profile_layers
 from .plan import ExecPlan
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
                       static_set)
-from .quotas import SlotQuotas, quota_trace, run_prefix
+from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu
 
 
 @dataclass
@@ -155,6 +155,8 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     least = least_batch(layers, data.x_train)  # the planners give no pass fewer samples
     quotas = np.repeat(quota_trace(cfg.base_quotas, -(-cfg.slots // cfg.hold), cfg.trace, cfg.trace_seed,
                                    noun="processes", warn=cfg.cgroups), cfg.hold, axis=0)[:cfg.slots]
+    if cfg.cgroups:
+        warn_above_one_cpu(quotas)
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp

@@ -120,6 +120,21 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     return quota_matrix(base, factors)
 
 
+def warn_above_one_cpu(quotas: np.ndarray) -> None:
+    """One warning when a quota of the ``[slots, ranks]`` matrix is above 1 CPU: a rank computes
+    on one thread (``torch.set_num_threads(1)``), so it uses at most about 1 CPU however high
+    its quota, while the groups planners' predictions before the run (the budget, the static
+    sets) take a rank's speed as proportional to its quota. Until 2026-11-28 a quota trace of 4
+    CPUs on this 2-core host ran without a word."""
+    high = np.asarray(quotas) > 1.0 + 1e-9
+    if high.any():
+        ranks = np.flatnonzero(high.any(axis=0)).tolist()
+        print(f"warning: {int(high.sum())} of the {high.size} (slot, process) quotas are above 1 CPU (processes "
+              f"{ranks}, up to {float(np.max(quotas)):g}): a process computes on "
+              f"one thread and uses at most about 1 CPU, while the planners' predictions (budget, static sets) "
+              f"take its speed as its quota", file=sys.stderr)
+
+
 def run_prefix(run: str) -> str:
     """A cgroup name prefix no other run uses: ``saatp-<run>-<pid>-<ms>``."""
     return f"saatp-{run}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
