@@ -444,9 +444,9 @@ def test_labels_with_gaps_are_not_called_classes_they_are_not():
 def test_quotas_above_one_cpu_are_warned(tmp_path, capsys):
     from host_agent.scheduling.groups.quotas import quota_trace, warn_above_one_cpu
     trace = tmp_path / "t.csv"
-    trace.write_text("slot,device,quota\n0,1,4\n")  # 4 CPUs on a 2-core host, for a one-thread process
+    trace.write_text("slot,device,quota\n0,1,4\n")  # 4 CPUs on a 2-core host (the trace loops: both slots)
     warn_above_one_cpu(quota_trace([0.3, 0.3], 2, str(trace)))
-    assert ("1 of the 4 (slot, process) quotas are above 1 CPU (processes [1], up to 4): a process computes on "
+    assert ("2 of the 4 (slot, process) quotas are above 1 CPU (processes [1], up to 4): a process computes on "
             "one thread") in capsys.readouterr().err
     warn_above_one_cpu(quota_trace([0.3, 1.0], 2, None))
     assert capsys.readouterr().err == ""
