@@ -11,6 +11,7 @@ SIGTERM held and delivers them when it is done.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,3 +43,12 @@ def held_interrupts() -> Iterator[None]:
             signal.signal(s, signal.SIG_DFL if h is None else h)  # None: a handler set outside Python
         for s in dict.fromkeys(got):
             signal.raise_signal(s)
+
+
+def exit_143(*_) -> None:
+    """A SIGTERM handler: ``SystemExit(143)``, so that the finally blocks run (they kill the
+    run's processes and remove its cgroups). Once: the command is ending, and later SIGTERMs
+    are ignored (one during the interpreter's exit printed a traceback from an atexit callback,
+    2026-11-28)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from ..interrupts import held_interrupts
+from ..interrupts import exit_143, held_interrupts
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, check_batch, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
@@ -203,7 +203,7 @@ def check_out(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
+    signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
         sizes = parse_sizes(args.sizes)

@@ -33,6 +33,7 @@ import sys
 import time
 
 from ..costmodel import equal_sizes
+from ..interrupts import exit_143
 from ..profile import cli as profile_cli
 from ..profile import costs as profile_costs
 from ..pipeline import cgroups, launch
@@ -299,7 +300,7 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run finally blocks: remove our cgroups
+    signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         spec = load_model(args.model)
         quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)

@@ -106,3 +106,23 @@ sys.exit(cli.main(["plan", "umpipe"]))
 def test_ctrl_c_after_the_interrupted_line_prints_nothing_more():
     r = subprocess.run([sys.executable, "-c", COMMAND], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (130, "saatp: interrupted\n")
+
+
+TERMINATED = """
+import atexit, os, signal, sys, time
+from host_agent.scheduling.interrupts import exit_143
+
+def more_sigterm():  # a supervisor that keeps sending SIGTERM while the interpreter exits
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.1)
+
+signal.signal(signal.SIGTERM, exit_143)  # as saatp profile and train pipeline do
+atexit.register(more_sigterm)
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(30)
+"""
+
+
+def test_sigterm_after_sigterm_prints_nothing():
+    r = subprocess.run([sys.executable, "-c", TERMINATED], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (143, "")
