@@ -128,3 +128,16 @@ def test_profile_refuses_a_batch_or_timing_loop_below_one_before_anything_runs(a
     got = capsys.readouterr()
     assert "--batch must be >= 1 and --min-time > 0 seconds" in got.err and "profiling" not in got.out
     assert not out.exists()
+
+
+def test_plan_umpipe_says_when_the_batch_is_below_the_models_least_microbatch(tmp_path, capsys):
+    """Every plan was "(nothing fits)", exit 1, with no reason."""
+    from host_agent.scheduling.umpipe import cli
+
+    prof = two_stage_profile()
+    prof["min_microbatch"] = 2
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(prof))
+    assert cli.main(["--profile", str(path), "--batch", "1", "--pop", "8", "--gens", "2"]) == 2
+    assert "--batch 1: toy trains only on microbatches of 2 samples or more" in capsys.readouterr().err
+    assert cli.main(["--profile", str(path), "--batch", "2", "--pop", "8", "--gens", "2"]) == 0
