@@ -34,6 +34,7 @@ Links are ``latency + per_byte * bytes``.
 from __future__ import annotations
 
 import json
+import os
 from typing import Sequence
 
 import numpy as np
@@ -64,6 +65,16 @@ def load(path: str) -> dict:
     if "cpu" not in prof:
         raise ValueError(f"{path}: a profile in the old per-quota wall-time format; rerun saatp profile")
     return prof
+
+
+def check_not_the_profile(profile: str | None, **outputs: str | None) -> None:
+    """ValueError when an output file (``json=PATH``: option ``--json``) is the ``--profile``
+    file, which the command would overwrite with its result (until 2026-11-28 it did)."""
+    if not profile:
+        return
+    for name, path in outputs.items():
+        if path and os.path.realpath(path) == os.path.realpath(profile):
+            raise ValueError(f"--{name} {path} is the --profile file: the result would overwrite the profile")
 
 
 def _speed(q: float | None) -> float:

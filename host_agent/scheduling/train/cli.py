@@ -315,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
         family.check_memory_limit(args.memory_limit)
         cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None
         check_result_files(args.json, None)  # a missing directory lost the result with a traceback
+        profile_costs.check_not_the_profile(args.profile, json=args.json)
         check_batch(spec, args.batch)
         if args.profile:
             prof = profile_costs.load(args.profile)

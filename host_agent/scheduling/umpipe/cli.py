@@ -354,6 +354,10 @@ def plot_family(costs: PipelineCosts, fam, path: str, title: str) -> bool:
 def run(args: argparse.Namespace) -> int:
     try:  # before planning: a missing directory was a traceback after it (2026-11-28)
         check_result_files(getattr(args, "json", None), getattr(args, "plot", None))
+        from ..profile.costs import check_not_the_profile
+
+        check_not_the_profile(getattr(args, "profile", None), json=getattr(args, "json", None),
+                              plot=getattr(args, "plot", None))
     except ValueError as e:
         print(f"saatp plan umpipe: {e}", file=sys.stderr)
         return 2

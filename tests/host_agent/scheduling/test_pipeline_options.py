@@ -141,3 +141,18 @@ def test_plan_umpipe_says_when_the_batch_is_below_the_models_least_microbatch(tm
     assert cli.main(["--profile", str(path), "--batch", "1", "--pop", "8", "--gens", "2"]) == 2
     assert "--batch 1: toy trains only on microbatches of 2 samples or more" in capsys.readouterr().err
     assert cli.main(["--profile", str(path), "--batch", "2", "--pop", "8", "--gens", "2"]) == 0
+
+
+def test_a_result_file_that_is_the_profile_is_refused(tmp_path, capsys):
+    """``--json`` naming the ``--profile`` file replaced the profile with the result."""
+    from emulation.cli import main
+
+    path = tmp_path / "prof.json"
+    text = json.dumps(two_stage_profile())
+    path.write_text(text)
+    assert main(["plan", "umpipe", "--profile", str(path), "--json", str(tmp_path / "." / "prof.json")]) == 2
+    assert "is the --profile file: the result would overwrite the profile" in capsys.readouterr().err
+    assert main(["train", "pipeline", "--model", "vgg-mini", "--profile", str(path), "--json", str(path),
+                 "--quota", "none", "--stages", "2"]) == 2
+    assert "is the --profile file" in capsys.readouterr().err
+    assert path.read_text() == text
