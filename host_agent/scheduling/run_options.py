@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .interrupts import exit_143
 from .progress import DEFAULT_STALL_S, add_stall_option
 from .rank_processes import BACKENDS, check_backend
 
@@ -100,8 +100,9 @@ def run_options_from(args: argparse.Namespace) -> dict:
 
 def exit_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit(143)`` so that the finally blocks run (they remove the
-    run's cgroups and kill its rank processes)."""
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    run's cgroups and kill its rank processes); later SIGTERMs are ignored
+    (:func:`.interrupts.exit_143`)."""
+    signal.signal(signal.SIGTERM, exit_143)
 
 
 @contextmanager
@@ -117,7 +118,7 @@ def sigterm_exits() -> Iterator[None]:
     if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         yield
         return
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, exit_143)
     try:
         yield
     finally:

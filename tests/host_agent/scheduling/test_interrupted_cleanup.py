@@ -110,19 +110,29 @@ def test_ctrl_c_after_the_interrupted_line_prints_nothing_more():
 
 TERMINATED = """
 import atexit, os, signal, sys, time
-from host_agent.scheduling.interrupts import exit_143
 
 def more_sigterm():  # a supervisor that keeps sending SIGTERM while the interpreter exits
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(0.1)
 
-signal.signal(signal.SIGTERM, exit_143)  # as saatp profile and train pipeline do
+INSTALL
 atexit.register(more_sigterm)
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(30)
 """
 
+INSTALLS = {
+    # saatp profile and train pipeline
+    "exit_143": "from host_agent.scheduling.interrupts import exit_143; signal.signal(signal.SIGTERM, exit_143)",
+    # saatp train groups and train cgp
+    "exit_on_sigterm": "from host_agent.scheduling.run_options import exit_on_sigterm; exit_on_sigterm()",
+    # train_cgp and groups.executor.run called from a script
+    "sigterm_exits": "from host_agent.scheduling.run_options import sigterm_exits; held = sigterm_exits(); held.__enter__()",
+}
 
-def test_sigterm_after_sigterm_prints_nothing():
-    r = subprocess.run([sys.executable, "-c", TERMINATED], capture_output=True, text=True, timeout=120)
+
+@pytest.mark.parametrize("install", sorted(INSTALLS))
+def test_sigterm_after_sigterm_prints_nothing(install):
+    code = TERMINATED.replace("INSTALL", INSTALLS[install])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (143, "")
