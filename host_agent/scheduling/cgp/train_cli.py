@@ -14,9 +14,11 @@ import sys
 from dataclasses import replace
 
 from ..groups.plot import plot_cgp
+from ..interrupts import held_interrupts
 from ..result_files import (
     add_result_file_options,
     check_result_files,
+    write_json,
     write_result_files,
 )
 from ..run_options import add_run_options, exit_on_sigterm, require, run_options_from
@@ -41,6 +43,24 @@ def time_ratio(c: dict) -> str:
 def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
     """The ablation's CGP runs, each ``base`` with one mechanism changed."""
     return {k: replace(base, mode="cgp", **f(base)) for k, f in ABLATION.items()}
+
+
+def keep_finished(runs: dict, interrupted: str, planned: list[str], args: argparse.Namespace) -> None:
+    """The command was interrupted during method ``interrupted``: write the methods that had
+    finished to ``--json`` (no comparison, no plot), marked ``interrupted``. Until 2026-11-28
+    a Ctrl-C in the last of eight methods (`--method all --ablation`) lost the seven finished ones."""
+    if not runs or not args.json:
+        return
+    with held_interrupts():
+        res = dict(runs=runs, target_acc=args.target, interrupted=interrupted,
+                   not_run=planned[planned.index(interrupted):])
+        try:
+            write_json(args.json, res)
+        except OSError as e:
+            print(f"saatp train cgp: interrupted; the finished methods could not be kept: {e}", file=sys.stderr)
+            return
+        print(f"saatp train cgp: interrupted during {interrupted}; the {len(runs)} finished method(s) "
+              f"({', '.join(runs)}) are in {args.json}", file=sys.stderr, flush=True)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,7 +100,11 @@ def run(args: argparse.Namespace) -> int:
         for name, cfg in plans.items():
             print(f"{name}: {cfg.duration_s:g} s of training ...", flush=True)
             log = os.path.join(args.log_dir, name) if args.log_dir else None
-            runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target, log_dir=log)
+            try:
+                runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target, log_dir=log)
+            except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM (exit 143)
+                keep_finished(runs, name, list(plans), args)
+                raise
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train cgp: {e}", file=sys.stderr)
         return 2
