@@ -42,6 +42,11 @@ def _machine() -> dict:
     return dict(cpu=cpu, cores=os.cpu_count(), torch=torch.__version__, python=platform.python_version())
 
 
+# the layer profiler's one process has no peers to watch it (the stall watch needs them): a
+# time limit. Until 2026-11-28 reaching it ended the command in a TimeoutExpired traceback.
+LAYER_TIMEOUT_S = 1800.0
+
+
 def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
     """Per-layer CPU seconds, measured in a child process. With cgroups available the child
     runs in a group with the stages' high ``cpu.shares`` and no quota, so other work on the
@@ -58,7 +63,10 @@ def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
         proc = subprocess.Popen([sys.executable, "-m", "host_agent.scheduling.profile.measure", path],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            stdout, _ = proc.communicate(timeout=1800)
+            stdout, _ = proc.communicate(timeout=LAYER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"profiling the layers did not finish in {LAYER_TIMEOUT_S:g} s (process {proc.pid}: "
+                               "stopped, or a model far too large to time at these sizes); it was killed") from None
         finally:
             with held_interrupts():  # a second Ctrl-C must not leave the child in its group
                 if proc.poll() is None:

@@ -107,3 +107,17 @@ def test_a_layer_that_passes_integers_on_is_refused_by_name(tmp_path, monkeypatc
                  "--no-calibrate", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "layer 0 (Wrap) returns a torch.int64 tensor" in err and "Traceback" not in err
+
+
+def test_a_layer_profile_past_its_time_limit_is_an_error_not_a_traceback(tmp_path, monkeypatch):
+    """The layer profiler (one process, no peers for the stall watch) has a time limit; reaching
+    it is a RuntimeError that names the limit and the process, and the process is gone."""
+    import os
+
+    from host_agent.scheduling.profile import cli
+    monkeypatch.setattr(cli, "LAYER_TIMEOUT_S", 0.3)  # the child cannot even import torch in that
+    with pytest.raises(RuntimeError, match=r"did not finish in 0.3 s \(process (\d+)") as e:
+        cli._profile_cpu("vgg-mini", [2], 0.01, str(tmp_path))
+    pid = int(e.value.args[0].split("(process ")[1].split(":")[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped
