@@ -34,6 +34,7 @@ Links are ``latency + per_byte * bytes``.
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Sequence
 
@@ -64,6 +65,13 @@ def load(path: str) -> dict:
             raise ValueError(f"{path}: not a saatp profile (no {k!r})")
     if "cpu" not in prof:
         raise ValueError(f"{path}: a profile in the old per-quota wall-time format; rerun saatp profile")
+    quotas = prof.get("stage_quotas")
+    for i, q in enumerate(quotas if isinstance(quotas, list) else []):
+        # until 2026-11-28 a hand-edited quota failed later as "f_alpha must be >= 0" (negative),
+        # "cuts [0] do not split ..." (0, nan) or "could not convert string to float"
+        if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q) or q <= 0):
+            raise ValueError(f"{path}: stage_quotas[{i}] is {q!r}: a stage's quota is a positive number of CPUs, "
+                             "or null for none")
     return prof
 
 

@@ -71,3 +71,24 @@ def test_plan_umpipe_names_the_profile_in_its_errors(tmp_path, capsys):
     part.write_text(json.dumps(p))
     assert cli.main(["--profile", str(part), "--batch", "16"]) == 2
     assert f"{part}: not a complete saatp profile (KeyError: 'fit_fwd')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("quota", [-0.5, 0, "x", True, 1e400])
+def test_plan_umpipe_names_a_profile_quota_that_is_not_a_quota(tmp_path, capsys, quota):
+    """A stage quota edited by hand into the profile: named, with its index and value (it failed
+    later as "f_alpha must be >= 0", "cuts [0] do not split ..." or a float conversion)."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    p = two_stage_profile()
+    p["stage_quotas"] = [0.5, quota]
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(p))  # 1e400 is written as Infinity
+    assert cli.main(["--profile", str(path), "--batch", "16"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: stage_quotas[1] is " in err and "a positive number of CPUs, or null" in err, err
+    p["stage_quotas"] = [0.5, None]  # null: no quota, fine
+    path.write_text(json.dumps(p))
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2",
+                     "--single"]) == 0
