@@ -15,21 +15,26 @@ def add_result_file_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", metavar="PNG", help="write a plot of the result here")
 
 
+def check_result_path(option: str, path: str | None) -> None:
+    """Before a run, for a file written after it (``option`` names it in errors): its directory
+    is made if it is missing; ValueError when the path is a directory or its directory cannot
+    be made. Until 2026-11-28 ``--json new/r.json`` failed after the run, with a traceback, and
+    the run's result was lost."""
+    if not path:
+        return
+    if os.path.isdir(path):
+        raise ValueError(f"{option} {path}: is a directory, not a file")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{option} {path}: cannot make its directory ({e.strerror})") from None
+
+
 def check_result_files(json_path: str | None, plot_path: str | None) -> None:
-    """Before a run: each path's directory is made if it is missing; ValueError naming the
-    option and the path when the path is a directory, its directory cannot be made, or the
-    plot's suffix is not a format matplotlib writes. The files are written after the run: until
-    2026-11-28 ``--json new/r.json`` failed there, with a traceback, and the run's result was
-    lost."""
-    for option, path in (("--json", json_path), ("--plot", plot_path)):
-        if not path:
-            continue
-        if os.path.isdir(path):
-            raise ValueError(f"{option} {path}: is a directory, not a file")
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        except OSError as e:
-            raise ValueError(f"{option} {path}: cannot make its directory ({e.strerror})") from None
+    """:func:`check_result_path` for ``--json`` and ``--plot``; also ValueError when the plot's
+    suffix is not a format matplotlib writes."""
+    check_result_path("--json", json_path)
+    check_result_path("--plot", plot_path)
     ext = os.path.splitext(plot_path or "")[1][1:].lower()
     if ext:  # no suffix: matplotlib writes a PNG
         from matplotlib.backend_bases import FigureCanvasBase

@@ -20,6 +20,7 @@ from ..pipeline import cgroups
 from ..pipeline.models import build_layers, check_batch, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
+from ..result_files import check_result_path
 from .calibrate import calibrate_split
 from .fit import fit_knee, fit_line
 from .link import measure_link
@@ -198,18 +199,6 @@ def parse_sizes(text: str) -> list[int]:
     return sorted(sizes)
 
 
-def check_out(path: str) -> None:
-    """``--out``, before the profiling: its directory is made if missing; ValueError when the
-    path is a directory or its directory cannot be made (a missing directory failed with a
-    traceback after the whole profile until 2026-11-28)."""
-    if os.path.isdir(path):
-        raise ValueError(f"--out {path}: is a directory, not a file")
-    try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    except OSError as e:
-        raise ValueError(f"--out {path}: cannot make its directory ({e.strerror})") from None
-
-
 def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
@@ -217,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
         sizes = parse_sizes(args.sizes)
         cuts = parse_cuts(args.cuts) if args.cuts else None
         check_stall_timeout(args.stall_timeout)
-        check_out(args.out)
+        check_result_path("--out", args.out)  # before the profiling, not after it
         if args.batch < 1 or not (math.isfinite(args.min_time) and args.min_time > 0):
             # --batch 0 skipped the calibration without a word, a negative one failed after the
             # layers and the link were measured (2026-11-28)

@@ -185,6 +185,17 @@ def layer_stage_cpu(prof: dict, lo: int, hi: int, B: int) -> dict:
     return dict(fwd=ff, bwd=fb, tail=sum(float(layers[i]["opt"]) for i in range(lo, hi)))
 
 
+def least_microbatch(prof: dict, B: int) -> int:
+    """The fewest samples a microbatch of the profiled model may have (``min_microbatch``: 2 for
+    a BatchNorm, found by the profiler); ValueError when the minibatch ``B`` is below it (every
+    plan was "(nothing fits)" without a reason until 2026-11-28)."""
+    least = int(prof.get("min_microbatch", 1))
+    if B < least:
+        raise ValueError(f"--batch {B}: {prof['model']} trains only on microbatches of {least} samples or more "
+                         f"(the profiler found it, e.g. a BatchNorm refuses one sample)")
+    return least
+
+
 def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int] | None = None,
           optimizer_state_factor: float = 3.0, calibrated: bool = True) -> PipelineCosts:
     """Cost model for stages on the given quotas (``cuts`` chosen by :func:`choose_cuts` if

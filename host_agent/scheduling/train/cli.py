@@ -331,10 +331,7 @@ def run(args: argparse.Namespace) -> int:
             # used, and until 2026-11-27 (22:00 UTC) it silently left the predictions uncalibrated
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout,
                                            backend=args.backend)
-        least = int(prof.get("min_microbatch", 1))
-        if args.batch < least:
-            raise ValueError(f"--batch {args.batch}: {args.model} trains only on microbatches of {least} samples or "
-                             f"more (the profiler found it, e.g. a BatchNorm refuses one sample)")
+        least = profile_costs.least_microbatch(prof, args.batch)
         try:
             costs = profile_costs.build(prof, args.batch, quotas, cuts)
         except (KeyError, TypeError, IndexError, AttributeError) as e:

@@ -218,10 +218,7 @@ def run_profile(args: argparse.Namespace) -> int:
                 quotas = [q if q is not None else b for q, b in zip(quotas, base)]
             cal = prof.get("calibration") or {}
             B = args.batch or cal.get("B") or 64
-            least = int(prof.get("min_microbatch", 1))
-            if B < least:  # every plan was "(nothing fits)", without a reason (2026-11-28)
-                raise ValueError(f"--batch {B}: {prof['model']} trains only on microbatches of {least} samples or "
-                                 f"more (the profiler found it, e.g. a BatchNorm refuses one sample)")
+            profile_costs.least_microbatch(prof, B)
             try:
                 costs = profile_costs.build(prof, B, quotas)
             except ValueError as e:
