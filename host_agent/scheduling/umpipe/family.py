@@ -415,9 +415,27 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     # is off by ~5 % per plan, more than most predicted gains of unequal plans (1-4 %), so a
     # measured choice needs the safe plan too (same number of candidates as the baselines').
     safe = best_of(eq)
-    if top >= 2 and safe is not None and not any(c.kind == safe.kind and c.rows == safe.rows for c in tops):
+    if top >= 2 and safe is not None and not any(same_plan(c, safe) for c in tops):
         tops = sorted(tops[:top - 1] + [as_umpipe(safe)], key=lambda c: c.predicted_s)
     return PlanFamily(best, fd, of, gb, ob, dual, g + o, tops)
+
+
+def same_plan(a: Candidate, b: Candidate) -> bool:
+    """The same rows under the same order family (what a stage runs)."""
+    return a.kind == b.kind and a.rows == b.rows
+
+
+def is_equal_split(rows: Sequence[Sequence[int]]) -> bool:
+    """Every stage has the same near-equal row (sizes at most one apart): an equal split, the
+    configuration of a GPipe/1F1B baseline."""
+    return len({tuple(r) for r in rows}) == 1 and max(rows[0]) - min(rows[0]) <= 1
+
+
+def safe_plan(costs, fam: PlanFamily) -> Candidate | None:
+    """The family's best equal split the calibration vouches for (what :func:`plan` always
+    keeps in ``fam.top``): the plan to measure beside an unequal best, whose predicted gain is
+    mostly within the model's error."""
+    return best_of([c for c in (fam.gpipe_best, fam.f1b_best) if c is not None and _measurable(costs, c)])
 
 
 def _measurable(costs, c: Candidate) -> bool:

@@ -234,8 +234,13 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     for f in ("gpipe", "1f1b", "umpipe"):  # the model's best first
         assert [r["predicted_s"] for r in by[f]] == sorted(r["predicted_s"] for r in by[f])
     assert by["umpipe"][0]["predicted_s"] == pytest.approx(fam.best.predicted_s)
-    for f in ("gpipe", "1f1b", "umpipe"):  # spread over microbatch counts (UMPIPE: its equal splits too)
-        n = sorted(max(len(r) for r in c["rows"]) for c in by[f])
+    # UMPIPE's best is unequal here (3,9,10,2 under 1F1B): its best equal split (6,6,6,6, the
+    # same count) is measured beside it, though the count spread alone would leave it out
+    safe = family.safe_plan(c, fam)
+    assert not by["umpipe"][0]["equal"]
+    assert [r for r in by["umpipe"] if r["rows"] == safe.rows and r["kind"] == safe.kind and r["equal"]]
+    for f in ("gpipe", "1f1b", "umpipe"):  # spread over microbatch counts (UMPIPE: besides that equal split)
+        n = sorted(max(len(r) for r in c["rows"]) for c in by[f] if f != "umpipe" or c["rows"] != safe.rows)
         assert all(b >= 1.5 * a for a, b in zip(n, n[1:])), (f, n)
     assert by["umpipe"][0]["predicted_s"] <= min(by["gpipe"][0]["predicted_s"], by["1f1b"][0]["predicted_s"]) + 1e-12
     # the summary pairs UMPIPE's iterations with the best baseline's, step by step
@@ -340,6 +345,29 @@ def test_a_methods_candidates_spread_over_microbatch_counts():
     assert spread_by_count(ms, 1, lambda m: m) == [13]
     assert spread_by_count([5, 6, 7], 3, lambda m: m) == [5, 6, 7]  # too few spread ones: filled in model order
     assert spread_by_count([], 3, lambda m: m) == []
+
+
+def test_umpipe_measures_its_equal_split_only_beside_an_unequal_best():
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.umpipe import family
+
+    c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
+                                  send_lat=0.002, tail=0.01)
+    c.info.update(static_bytes=[0.0] * 4, stash_bytes_per_sample=[1.0] * 4, cuts=[1, 2, 3])
+    fam = family.plan(c, mmax=8, pop=16, gens=5, evals=100, dual_check=False, top=3)
+    safe = family.safe_plan(c, fam)
+    assert safe is not None and family.is_equal_split(safe.rows)
+    for k in (2, 3):
+        got = cli.umpipe_candidates(c, fam, k)
+        assert len(got) == k and got[0].predicted_s == pytest.approx(fam.best.predicted_s)
+        assert any(family.same_plan(x, safe) for x in got)
+        assert [x.predicted_s for x in got] == sorted(x.predicted_s for x in got)
+    assert len(cli.umpipe_candidates(c, fam, 1)) == 1  # one candidate: the model's choice alone
+    # an equal best needs no hedge: the candidates are the count spread's
+    eq = family.PlanFamily(safe, None, None, fam.gpipe_best, fam.f1b_best, baselines=fam.baselines, top=[safe])
+    pool = family.candidate_pool(c, eq)
+    assert cli.umpipe_candidates(c, eq, 3) == cli.spread_by_count(pool, 3, lambda x: max(map(len, x.rows)))
 
 
 def test_the_profiler_finds_the_smallest_microbatch_a_model_trains_on():
