@@ -19,6 +19,13 @@ real stage processes (same quotas, same split) with op tracing on, and fits, per
   op that was blocked waiting for it (the ping-pong of :mod:`.link` on a loaded host measures
   scheduling delays the pipeline's stages, with their high ``cpu.shares``, mostly avoid).
 
+The same session runs torch's ``ScheduleGPipe`` and ``Schedule1F1B`` once each (at the
+smallest and the largest of those counts that torch can run: M dividing B, and M >= S for
+``Schedule1F1B``) with their chunks traced the same way, and fits the same curves from them
+(``calibration["torch"]``): torch posts a chunk's receive only when it is about to compute
+it, and does more per chunk, so its op CPU and message latency are its own (its M = 8 and 16
+measured 14-19 % slower than our runtime's model of them on gpt-mini, 2026-11-28).
+
 CPU seconds hardly depend on the host's load, so this fit is stable on a busy machine. The
 iteration times are then *predicted* (CFS simulation, :mod:`..orders`) and every
 (measured, predicted-uncalibrated, predicted-calibrated) point is stored in the profile: the
@@ -49,6 +56,27 @@ def _runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
             rows = [equal_sizes(costs.B, M)] * costs.S
             runs.append(dict(schedule="ours", kind=kind, rows=rows, orders=schedule(costs, rows, kind).orders,
                              label=f"{'gpipe' if kind == 'fill-drain' else '1f1b'} M={M}"))
+    return runs
+
+
+def torch_runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
+    """torch's two schedules, one run each, at the smallest (GPipe) and the largest (1F1B) of
+    ``Ms`` torch can run (M dividing B; 1F1B also M >= S), so that their chunks span two sizes
+    for the fit; none when no two such sizes exist. ``rows``/``orders`` describe the run for
+    the fit and the model (torch's 1F1B runs our 1F1B order: ``S - s`` forwards in flight)."""
+    B, S = costs.B, costs.S
+    ok = {"torch-gpipe": [m for m in Ms if B % m == 0], "torch-1f1b": [m for m in Ms if B % m == 0 and m >= S]}
+    if not ok["torch-gpipe"] or not ok["torch-1f1b"]:
+        return []
+    picks = {"torch-gpipe": min(ok["torch-gpipe"]), "torch-1f1b": max(ok["torch-1f1b"])}
+    if picks["torch-gpipe"] == picks["torch-1f1b"]:
+        return []
+    runs = []
+    for sch, M in picks.items():
+        kind = "fill-drain" if sch == "torch-gpipe" else "1f1b"
+        rows = [equal_sizes(B, M)] * S
+        runs.append(dict(schedule=sch, M=M, kind=kind, rows=rows, orders=schedule(costs, rows, kind).orders,
+                         label=f"{sch} M={M}"))
     return runs
 
 
@@ -128,28 +156,35 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
     if len(Ms) < 2:
         raise ValueError(f"the calibration needs two microbatch counts whose microbatches hold >= {least} "
                          f"samples (B = {costs.B})")
-    runs = _runs(costs, Ms)
+    ours, theirs = _runs(costs, Ms), torch_runs(costs, Ms)
+    runs = ours + theirs
     # the regime of saatp train pipeline: each timed iteration right after an untimed one of
     # the same plan (its own steady state), the order of the plans rotating from step to step
     cfg = StageConfig(model=model, cuts=list(costs.info["cuts"]), B=costs.B, steps=steps, warmup=1,
                       schedule="ours", backend=backend, trace=True, lead=1, rotate=True,
-                      runs=[{k: r[k] for k in ("schedule", "rows", "orders", "label")} for r in runs])
+                      runs=[{k: r[k] for k in ("schedule", "rows", "orders", "label", "M") if k in r} for r in runs])
     res = launch.run(cfg, quotas=list(quotas), timeout_s=1800.0, stall_s=stall_s)
-    stages = fit_stages(runs, res["runs"], costs.S)
-    lat, n_lat = link_latency(runs, res["runs"], costs.S)
-    out = dict(B=costs.B, cuts=list(costs.info["cuts"]), quotas=list(quotas), stages=stages, steps=steps,
-               link_latency=lat, link_latency_samples=n_lat)
-    after = None
+    mine = res["runs"][:len(ours)]
+    lat, n_lat = link_latency(ours, mine, costs.S)
+    out = dict(B=costs.B, cuts=list(costs.info["cuts"]), quotas=list(quotas), stages=fit_stages(ours, mine, costs.S),
+               steps=steps, link_latency=lat, link_latency_samples=n_lat)
+    if theirs:
+        tm = res["runs"][len(ours):]
+        t_lat, t_n = link_latency(theirs, tm, costs.S)
+        out["torch"] = dict(stages=fit_stages(theirs, tm, costs.S), link_latency=t_lat, link_latency_samples=t_n)
+    after = {}
     if prof is not None:
         from . import costs as profile_costs
 
-        after = profile_costs.build(dict(prof, calibration=out), costs.B, quotas, costs.info["cuts"])
+        after = {rt: profile_costs.build(dict(prof, calibration=out), costs.B, quotas, costs.info["cuts"], runtime=rt)
+                 for rt in profile_costs.RUNTIMES}
     pts = []
     for r, m in zip(runs, res["runs"]):
         p = dict(label=r["label"], measured_s=m["median_s"], iterations_s=m["iteration_s"],
                  before_s=expected_makespan(costs, r["rows"], r["orders"]))
-        if after is not None:
-            p["after_s"] = expected_makespan(after, r["rows"], r["orders"])
+        if after:
+            rt = "torch" if r["schedule"] != "ours" else "ours"
+            p["after_s"] = expected_makespan(after[rt], r["rows"], r["orders"])
         pts.append(p)
     out["points"] = pts
     if after is not None:
