@@ -378,9 +378,9 @@ def run(args: argparse.Namespace) -> int:
         if set(schedules) & set(TORCH_SCHEDULES):
             torch_costs = profile_costs.build(prof, args.batch, quotas, costs.info["cuts"], runtime="torch")
             if costs.info.get("calibrated") and torch_costs.info.get("runtime") != "torch":
-                print("note: the profile's calibration did not run torch's schedules (a profile from before "
-                      "2026-11-28): they are predicted as our runtime's GPipe/1F1B; saatp profile measures them",
-                      flush=True)
+                print("note: the profile's calibration has no runs of torch's schedules (a profile from before "
+                      "2026-11-28, or B has no two microbatch counts torch can run): they are predicted as our "
+                      "runtime's GPipe/1F1B", flush=True)
         runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit, torch_costs)
         if not runs:
             raise ValueError("no schedule fits the memory limits" if limit else "no schedule has a feasible plan")
