@@ -124,7 +124,11 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
                 layer(inp).backward(g)
 
             tf = _loop_time(fwd, min_s)
-            tfb = _loop_time(fwd_bwd, min_s)
+            # an output that needs no gradient (a layer without trainable parameters on integer
+            # input: uint8 images to floats; frozen layers) has no backward, as in the stages
+            # (stage.run_iteration); until 2026-11-28 the profiler failed on it with "element 0
+            # of tensors does not require grad"
+            tfb = _loop_time(fwd_bwd, min_s) if y.requires_grad else tf
             out[i]["fwd"][int(b)] = tf
             out[i]["bwd"][int(b)] = max(tfb - tf, 1e-7)
             if b == sizes[-1]:

@@ -89,6 +89,20 @@ def batch_norm():
                           nn.Linear(12, 3)), batch, loss)
 
 
+class ToFloat(nn.Module):
+    def forward(self, x):
+        return x.float() / 255
+
+
+def uint8_inputs():
+    """Images as bytes, turned into floats by a first layer without parameters: its output
+    needs no gradient."""
+    def batch_u8(B, step):
+        x, y = batch(B, step)
+        return (x.abs() * 60).clamp(max=255).to(torch.uint8), y
+    return (lambda: nn.Sequential(ToFloat(), *layers()), batch_u8, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -207,3 +221,15 @@ def test_a_make_batch_that_does_not_give_b_samples_is_named_before_anything_runs
                  "--batch", "6"]) == 2
     got = capsys.readouterr()
     assert "make_batch(6, 0) returned an input of 4 samples" in got.err and "profiling" not in got.out
+
+
+def test_the_profiler_times_a_layer_whose_output_needs_no_gradient(models):
+    """A first layer without parameters on integer input (uint8 images to floats) has no
+    backward in the stages; the profiler failed on it with "element 0 of tensors does not
+    require grad" until 2026-11-28."""
+    from host_agent.scheduling.profile.measure import profile_layers
+
+    got = profile_layers(load_model(f"{models}:uint8_inputs"), [1, 2], min_s=1e-4)["layers"]
+    assert len(got) == 6 and got[0]["name"] == "ToFloat"
+    assert got[0]["bwd"] == {1: 1e-7, 2: 1e-7}  # nothing to back-propagate
+    assert all(t > 1e-7 for t in got[1]["bwd"].values())
