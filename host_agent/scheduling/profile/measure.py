@@ -80,26 +80,32 @@ def one_tensor(y, i: int, layer: nn.Module) -> torch.Tensor:
 
 
 class NotFloatBoundary(NotOneTensor):
-    """A layer before the last outputs a tensor that is not floating point: no stage boundary
-    may follow it (the wire carries float32, a boundary passes gradients back)."""
+    """A layer before the last outputs a tensor that is not float32: no stage boundary may
+    follow it (the wire carries float32, a boundary passes gradients back)."""
 
 
 def check_layer_outputs(spec: ModelSpec, b: int, seed: int = 0) -> None:
     """One forward of ``b`` samples, layer by layer (no gradients): :class:`NotOneTensor` for the
     first layer whose output is not one tensor, :class:`NotFloatBoundary` for the first but the
-    last whose output is not floating point (token ids, say: until 2026-11-27 (22:00 UTC) the profiler
-    failed on them with torch's "normal_kernel_cpu not implemented for 'Long'")."""
+    last whose output is not float32: not floating point (token ids, say: until 2026-11-27
+    (22:00 UTC) the profiler failed on them with torch's "normal_kernel_cpu not implemented for
+    'Long'"), or another precision (a float64 model: the next stage got float32 and every run
+    failed in the stages with "mat1 and mat2 must have the same dtype" until 2026-11-28)."""
     layers = build_layers(spec, seed)
     x, _ = spec.make_batch(int(b), 0)
     with torch.no_grad():
         for i, layer in enumerate(layers):
             x = one_tensor(layer(x), i, layer)
-            if i < len(layers) - 1 and not x.is_floating_point():
+            if i == len(layers) - 1 or x.dtype == torch.float32:
+                continue
+            name = f"layer {i} ({type(layer).__name__}) returns a {x.dtype} tensor: every child of the model's " \
+                   f"nn.Sequential is a place to cut, and a pipeline stage boundary carries"
+            if not x.is_floating_point():
                 raise NotFloatBoundary(
-                    f"layer {i} ({type(layer).__name__}) returns a {x.dtype} tensor: every child of the model's "
-                    f"nn.Sequential is a place to cut, and a pipeline stage boundary carries floating-point "
-                    f"activations and their gradients; put layer {i} into one module with the layer that turns "
-                    f"its output into floats (an Embedding, say)")
+                    f"{name} floating-point activations and their gradients; put layer {i} into one module "
+                    f"with the layer that turns its output into floats (an Embedding, say)")
+            raise NotFloatBoundary(f"{name} float32 activations and gradients (the next stage would get float32); "
+                                   f"make the model float32")
 
 
 def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, seed: int = 0) -> dict:

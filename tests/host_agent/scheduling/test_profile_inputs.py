@@ -121,3 +121,52 @@ def test_a_layer_profile_past_its_time_limit_is_an_error_not_a_traceback(tmp_pat
     pid = int(e.value.args[0].split("(process ")[1].split(":")[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped
+
+
+DOUBLE_MODEL = '''
+import torch
+from torch import nn
+
+
+def batch(B, step):
+    return torch.randn(B, 6, dtype=torch.float64), torch.randint(0, 3, (B,))
+
+
+def loss(out, y):
+    return nn.functional.cross_entropy(out, y, reduction="sum")
+
+
+def double():
+    return (lambda: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)).double(), batch, loss)
+
+
+def double_inside():  # float64 inside one layer, float32 at every boundary: fine
+    return (lambda: nn.Sequential(nn.Sequential(nn.Linear(6, 8).double(), nn.ReLU(), Float()), nn.Linear(8, 3)),
+            batch, loss)
+
+
+class Float(nn.Module):
+    def forward(self, x):
+        return x.float()
+'''
+
+
+def test_a_float64_boundary_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """The wire carries float32: a float64 model was profiled, then every pipeline run failed
+    in the stages with torch's "mat1 and mat2 must have the same dtype, but got Float and
+    Double" (the next stage got float32)."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile.measure import NotFloatBoundary, check_layer_outputs
+
+    (tmp_path / "saatp_double_model_xyz.py").write_text(DOUBLE_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(NotFloatBoundary, match=r"layer 0 \(Linear\) returns a torch.float64 tensor: .* carries "
+                                               r"float32 activations and gradients"):
+        check_layer_outputs(load_model("saatp_double_model_xyz:double"), 2)
+    check_layer_outputs(load_model("saatp_double_model_xyz:double_inside"), 2)
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "saatp_double_model_xyz:double", "--stages", "2", "--quota", "none",
+                 "--no-calibrate", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "layer 0 (Linear) returns a torch.float64 tensor" in err and "Traceback" not in err and not out.exists()
