@@ -178,9 +178,11 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
 DRIFT_PCT = 10.0  # the host's change of speed since the profile beyond which it is stale
 
 
-def host_drift(prof: dict, B: int, cuts, rows: list[dict]) -> dict | None:
+def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: str) -> dict | None:
     """How much faster (< 0) or slower this session ran the configurations the profile's
-    calibration measured (our GPipe/1F1B at the same B, split and M): the median of measured
+    calibration measured (our GPipe/1F1B at the same B, split, M, CPU quotas and backend; until
+    2026-11-28 other quotas or another backend counted too, and a run at 0.3 CPU on a profile
+    taken at 0.5 was told the host ran 68 % slower and to profile again): the median of measured
     over measured, no model involved. A profile describes the host when it was taken: on this
     VM a stage's 16-sample ops needed 14-23 % less CPU than a profile taken 10 hours earlier
     said (its 4-sample ops -17..+6 %), and that stale profile ranked microbatch counts wrongly
@@ -193,7 +195,8 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict]) -> dict | None:
     at full speed and some throttled (4 and 34 ms for one configuration), and comparing
     medians alone called a fresh profile 38-60 % off."""
     cal = prof.get("calibration") or {}
-    if not cal.get("points") or int(cal.get("B", -1)) != int(B) or list(cal.get("cuts") or []) != list(cuts):
+    if (not cal.get("points") or int(cal.get("B", -1)) != int(B) or list(cal.get("cuts") or []) != list(cuts)
+            or cal.get("quotas") != list(quotas) or prof.get("backend", "gloo") != backend):
         return None
     then = {p["label"]: p for p in cal["points"]}
     pairs = []
@@ -416,7 +419,8 @@ def run(args: argparse.Namespace) -> int:
                plan=fam.public(), tuning=tuning, summary=summarize(runs, final), left_out=left)
     if args.profile:  # a profile made now is not stale
         out["host_drift"] = host_drift(prof, args.batch, costs.info["cuts"],
-                                       (tuning or {}).get("runs", []) + out["summary"]["runs"])
+                                       (tuning or {}).get("runs", []) + out["summary"]["runs"], quotas=quotas,
+                                       backend=args.backend)
     _print(out)
     if args.json:
         write_json(args.json, out)

@@ -338,7 +338,8 @@ def test_a_stale_profile_is_reported(capsys):
     Beyond 10 % a warning says to profile again."""
     from host_agent.scheduling.train import cli
 
-    prof = dict(calibration=dict(B=8, cuts=[1], points=[dict(label="gpipe M=1", measured_s=1.0),
+    Q, RUN = [0.3, 0.3], dict(quotas=[0.3, 0.3], backend="gloo")
+    prof = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[dict(label="gpipe M=1", measured_s=1.0),
                                                         dict(label="1f1b M=2", measured_s=2.0),
                                                         dict(label="1f1b M=4", measured_s=3.0)]))
     rows = [dict(label="gpipe M=1", family="gpipe", measured_s=0.8),
@@ -346,10 +347,15 @@ def test_a_stale_profile_is_reported(capsys):
             dict(label="1f1b M=3", family="1f1b", measured_s=9.0),  # not calibrated: left out
             dict(label="umpipe #1 1f1b", family="umpipe", measured_s=9.0),
             dict(label="1f1b M=4", family="torch-1f1b", measured_s=9.0)]  # torch's, whatever its label
-    d = cli.host_drift(prof, 8, [1], rows)
+    d = cli.host_drift(prof, 8, [1], rows, **RUN)
     assert d["configurations"] == ["gpipe M=1", "1f1b M=2"] and d["median_pct"] == pytest.approx(-22.5)
-    assert cli.host_drift(prof, 16, [1], rows) is None and cli.host_drift(prof, 8, [2], rows) is None
-    assert cli.host_drift({}, 8, [1], rows) is None
+    assert cli.host_drift(prof, 16, [1], rows, **RUN) is None and cli.host_drift(prof, 8, [2], rows, **RUN) is None
+    assert cli.host_drift({}, 8, [1], rows, **RUN) is None
+    # other quotas or another backend than the calibration's: not the same configurations (a run
+    # at 0.3 CPU on a profile taken at 0.5 was "68 % slower: run saatp profile again")
+    assert cli.host_drift(prof, 8, [1], rows, quotas=[0.5, 0.3], backend="gloo") is None
+    assert cli.host_drift(prof, 8, [1], rows, quotas=Q, backend="saatp") is None
+    assert cli.host_drift(dict(prof, backend="saatp"), 8, [1], rows, quotas=Q, backend="saatp") is not None
     s = cli.summarize([dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2,
                             predicted_s=1.0)], [dict(iteration_s=[1.0] * 3, losses=[0.1])])
     out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
@@ -367,19 +373,19 @@ def test_a_stale_profile_is_reported(capsys):
     # a small model's iterations run at full speed or throttled: 3 calibration iterations of
     # 4-34 ms; a session median inside what the calibration saw is no drift, however far from
     # its median
-    noisy = dict(calibration=dict(B=8, cuts=[1], points=[
+    noisy = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[
         dict(label="gpipe M=1", measured_s=0.0047, iterations_s=[0.0047, 0.0039, 0.0341]),
         dict(label="gpipe M=2", measured_s=0.0165, iterations_s=[0.0387, 0.0116, 0.0165]),
         dict(label="1f1b M=2", measured_s=0.0103, iterations_s=[0.0106, 0.0099, 0.0103])]))
     rows = [dict(label="gpipe M=1", family="gpipe", measured_s=0.0089),
             dict(label="gpipe M=2", family="gpipe", measured_s=0.030),
             dict(label="1f1b M=2", family="1f1b", measured_s=0.0105)]
-    d = cli.host_drift(noisy, 8, [1], rows)
+    d = cli.host_drift(noisy, 8, [1], rows, **RUN)
     assert abs(d["median_pct"]) > 10 and not d["stale"] and (d["moved"], d["compared"]) == (0, 3)
     rows[2]["measured_s"] = 0.015  # outside 9.9-10.6 ms and 46 % slower, but alone
-    assert not cli.host_drift(noisy, 8, [1], rows)["stale"]
+    assert not cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
     rows[1]["measured_s"] = 0.045  # two of three moved, the same way
-    assert cli.host_drift(noisy, 8, [1], rows)["stale"]
+    assert cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
 
 
 def test_a_methods_candidates_spread_over_microbatch_counts():
