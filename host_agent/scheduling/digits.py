@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .fn_specs import load_fn
+from .fn_specs import load_fn, spec_of
 
 
 @dataclass
@@ -167,3 +167,25 @@ def dataset_from(spec: str, seed: int = 0) -> Dataset:
     if isinstance(d, (tuple, list)) and len(d) == 4:
         return Dataset(*[torch.as_tensor(t) for t in d], name=spec)
     raise ValueError(f"data set {spec!r}: FN() must return a Dataset or (x_train, y_train, x_test, y_test)")
+
+
+def dataset_arg(dataset, what: str = "dataset"):
+    """A data set as a library call takes it (``train_cgp``'s ``dataset``, ``GroupsConfig.data``)
+    in the form the runs use: a name (``"digits"``, ``"MODULE:FN"``) or a :class:`Dataset`; an
+    importable top-level function becomes its name and ``(x_train, y_train, x_test, y_test)`` a
+    Dataset, as for the model. Until 2026-11-28 a function failed with "argument of type
+    'function' is not iterable" (in ``train_cgp``, and in ``groups.executor.run`` until later that
+    day) and a tuple of numpy arrays with "The truth value of an array ... is ambiguous"."""
+    if isinstance(dataset, (str, Dataset)):
+        return dataset
+    if isinstance(dataset, (tuple, list)) and len(dataset) == 4:
+        return Dataset(*dataset, name="data")
+    if callable(dataset):
+        return spec_of(dataset, what)
+    raise ValueError(f"{what} must be 'digits', 'MODULE:FN', an importable top-level function, a digits.Dataset or "
+                     f"(x_train, y_train, x_test, y_test), got {type(dataset).__name__}")
+
+
+def dataset_of(dataset: str | Dataset, seed: int = 0) -> Dataset:
+    """The :class:`Dataset` of :func:`dataset_arg`'s result (a name is loaded: :func:`dataset_from`)."""
+    return dataset if isinstance(dataset, Dataset) else dataset_from(dataset, seed)

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from .. import digits
+from ..digits import dataset_arg
 from ..fn_specs import spec_of
 from ..groups.checks import check_model_on_data, least_batch
 from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
@@ -113,24 +114,8 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
     return res
 
 
-def dataset_arg(dataset):
-    """``train_cgp``'s ``dataset`` as :func:`_train_in` takes it: a name (``"digits"``,
-    ``"MODULE:FN"``) or a :class:`~..digits.Dataset`; an importable top-level function becomes
-    its name and ``(x_train, y_train, x_test, y_test)`` a Dataset, as for ``model_fn`` (until
-    2026-11-28 a function failed with "argument of type 'function' is not iterable" and a tuple
-    of numpy arrays with "The truth value of an array ... is ambiguous")."""
-    if isinstance(dataset, (str, digits.Dataset)):
-        return dataset
-    if isinstance(dataset, (tuple, list)) and len(dataset) == 4:
-        return digits.Dataset(*dataset, name="data")
-    if callable(dataset):
-        return spec_of(dataset, "dataset")
-    raise ValueError(f"dataset must be 'digits', 'MODULE:FN', an importable top-level function, a digits.Dataset or "
-                     f"(x_train, y_train, x_test, y_test), got {type(dataset).__name__}")
-
-
 def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> dict:
-    data = dataset if isinstance(dataset, digits.Dataset) else digits.dataset_from(dataset, cfg.seed)
+    data = digits.dataset_of(dataset, cfg.seed)
     data_path, data_spec = None, dataset
     if dataset != "digits":  # the ranks load this process's data: a user's FN is called once
         data_path, data_spec = digits.save_for_ranks(data, out_dir), None

@@ -20,12 +20,13 @@ import json
 import os
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
 
 from .. import digits
+from ..fn_specs import spec_of
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
@@ -41,8 +42,10 @@ from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu
 @dataclass
 class GroupsConfig(QuotaRunOptions):
     methods: tuple[str, ...] = ("lyapunov", "bsp", "lbbsp")
+    # as train_cgp takes them: a name, or an importable top-level function (its MODULE:FN); the
+    # data also as a digits.Dataset or (x_train, y_train, x_test, y_test)
     model: str = "digits-cnn"
-    data: str = "digits"
+    data: str | digits.Dataset = "digits"
     world: int = 4
     base_quotas: tuple[float, ...] = (0.35, 0.3, 0.2, 0.15)  # ~1 CPU in all: the host has 2 cores, shared
     slots: int = 12
@@ -61,6 +64,9 @@ class GroupsConfig(QuotaRunOptions):
     react: bool = True  # decide again after a slot's first iteration if it shows a quota moved (not "script")
 
     def __post_init__(self) -> None:
+        # until 2026-11-28 a function failed with "argument of type 'function' is not iterable"
+        self.model = spec_of(self.model, "model")
+        self.data = digits.dataset_arg(self.data, "data")
         for m in self.methods:
             if m == "script" and self.script:
                 continue
@@ -143,7 +149,7 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
 
 
 def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
-    data = digits.dataset_from(cfg.data)
+    data = digits.dataset_of(cfg.data)
     # a global batch takes B distinct samples of the training split (sampler.ShareSampler), which
     # refused a larger B in every worker after start-up
     require("B", cfg.B, cfg.B <= len(data.x_train), f"at most the training split's {len(data.x_train)} samples",
@@ -178,9 +184,10 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
         if cg:
             cg.set(cfg.base_quotas)
         # the workers load the parent's data (a user's data FN is called once, here)
-        data_path = None if cfg.data == "digits" else digits.save_for_ranks(data, out_dir)
-        wcfg = dict(world=cfg.world, port=port, model=cfg.model, data=cfg.data, data_path=data_path, B=cfg.B,
-                    lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, backend=cfg.backend, timeout_s=cfg.timeout_s,
+        named = isinstance(cfg.data, str)
+        data_path = None if named and cfg.data == "digits" else digits.save_for_ranks(data, out_dir)
+        wcfg = dict(world=cfg.world, port=port, model=cfg.model, data=cfg.data if named else None, data_path=data_path,
+                    B=cfg.B, lr=cfg.lr, momentum=cfg.momentum, seed=cfg.seed, backend=cfg.backend, timeout_s=cfg.timeout_s,
                     costs=costs.to_dict(), cgroups=cg.paths if cg else None, beat_dir=out_dir)
         cfg_path = os.path.join(out_dir, "config.json")
         with open(cfg_path, "w") as f:
@@ -297,6 +304,14 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
     return out
 
 
+def config_record(cfg: GroupsConfig) -> dict:
+    """``cfg`` as the result's JSON records it: a data set given as arrays (a
+    :class:`~..digits.Dataset`) is named, not written out."""
+    if isinstance(cfg.data, digits.Dataset):
+        return dict(asdict(replace(cfg, data="digits")), data=f"(a data set given in the call: {cfg.data.name})")
+    return asdict(cfg)
+
+
 def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, wall: float,
               load0=None) -> dict:
     runs = {}
@@ -321,7 +336,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        migration_s=float(sum(s["migration_s"] for s in slots)),
                        train_s=float(sum(cfg.iters * float(np.mean(s["batch_s"])) + s["migration_s"] for s in slots)),
                        slots=slots)
-    out = dict(config=asdict(cfg), budget=budget, t_ref=t_ref, layer_costs=costs.to_dict(), wall_s=wall,
+    out = dict(config=config_record(cfg), budget=budget, t_ref=t_ref, layer_costs=costs.to_dict(), wall_s=wall,
                load_avg=os.getloadavg(), load_avg_start=load0, runs=runs)
     if "lyapunov" in runs:
         ly = runs["lyapunov"]["mean_batch_s"]

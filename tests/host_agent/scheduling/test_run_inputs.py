@@ -250,6 +250,28 @@ def test_train_cgp_takes_a_data_function_or_arrays_as_it_takes_a_model_function(
         dataset_arg(lambda: _blob_data())
 
 
+def _blob_mlp():
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+@pytest.mark.slow
+def test_the_groups_executor_takes_functions_and_arrays_as_train_cgp_does(tmp_path):
+    """``GroupsConfig(model=fn, data=fn)`` from a script, as ``train_cgp(fn, fn)`` is called:
+    before, every such run failed with "argument of type 'function' is not iterable"."""
+    from host_agent.scheduling.groups.executor import GroupsConfig, config_record, run
+    cfg = GroupsConfig(methods=("lbbsp",), model=_blob_mlp, data=_blob_data, world=1, base_quotas=(1.0,),
+                       slots=1, iters=1, B=8, cgroups=False)
+    assert (cfg.model, cfg.data) == (f"{__name__}:_blob_mlp", f"{__name__}:_blob_data")
+    arrays = GroupsConfig(model=_blob_mlp, data=_blob_data(), world=1, base_quotas=(1.0,), B=8, cgroups=False)
+    assert isinstance(arrays.data, digits.Dataset) and arrays.data.x_train.shape == (30, 4)
+    json.dumps(config_record(arrays))  # the result's config names the arrays, it does not hold them
+    res = run(arrays, log_dir=str(tmp_path / "run"))
+    assert res["config"]["data"] == "(a data set given in the call: data)" and res["config"]["model"] == cfg.model
+    assert 0.0 <= res["runs"]["lyapunov"]["final_test_acc"] <= 1.0
+    res.pop("final_params")
+    json.dumps(res)
+
+
 @pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
 def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
     from host_agent.scheduling.cgp import library
