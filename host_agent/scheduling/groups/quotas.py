@@ -58,6 +58,22 @@ def _warn_clamped(path: str, low: list[tuple]) -> None:
               file=sys.stderr)
 
 
+def _warn_low_base(base: Sequence[float], path: str, noun: str) -> None:
+    """One warning (once per trace and base quotas) when a base quota is below the kernel's
+    minimum: a trace file keeps the base quota wherever it does not name the (slot, device), and
+    there the quota runs at :data:`MIN_QUOTA`. Until 2026-11-28 ``--quotas 0.05,...`` with a
+    ``--trace`` that did not name that device ran it at 0.1 CPUs without a word (a generated trace
+    counted it in its warning)."""
+    low = [r for r, q in enumerate(base) if float(q) < MIN_QUOTA - 1e-9]
+    key = ("base", os.path.abspath(path), tuple(float(q) for q in base))
+    if not low or key in _warned:
+        return
+    _warned.add(key)
+    print(f"warning: --quotas: the base quotas of {noun} {low} ({', '.join(f'{float(base[r]):g}' for r in low)} "
+          f"CPUs) are below {MIN_QUOTA} CPUs and run at {MIN_QUOTA} wherever {path} does not set the quota (the "
+          f"kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
+
+
 def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None,
                   noun: str = "processes", warn: bool = True) -> np.ndarray:
     """[slots, n] slowdown factors of a trace CSV: ``slot,device,factor`` as written, or
@@ -108,6 +124,8 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     without cgroups applies none: until 2026-11-28 ``--no-cgroups`` still said "they run at 0.1")."""
     n = len(base)
     if trace:
+        if warn:
+            _warn_low_base(base, trace, noun)
         return quota_matrix(base, trace_factors(trace, slots, n, base, noun, warn))
     factors = generated_factors(slots, n, seed)
     low = np.asarray(base, dtype=float)[None, :] / factors < MIN_QUOTA - 1e-9

@@ -192,6 +192,23 @@ def test_a_factor_trace_warns_for_each_row_the_kernels_minimum_raises(tmp_path, 
     assert capsys.readouterr().err == ""
 
 
+def test_a_base_quota_below_the_kernels_minimum_is_warned_with_a_trace_file(tmp_path, capsys):
+    """``--quotas 0.05,...`` with a trace that does not name that device: the base quota runs at
+    the minimum wherever the trace keeps it; before, without a word."""
+    from host_agent.scheduling.groups.quotas import MIN_QUOTA, quota_trace
+    p = tmp_path / "one.csv"
+    p.write_text("slot,device,quota\n0,1,0.2\n")
+    q = quota_trace([0.05, 0.3, 0.03], 2, str(p), noun="workers")
+    assert (q[:, 0] == MIN_QUOTA).all() and (q[:, 2] == MIN_QUOTA).all()
+    assert ("--quotas: the base quotas of workers [0, 2] (0.05, 0.03 CPUs) are below 0.1 CPUs and run at 0.1 "
+            f"wherever {p} does not set the quota") in capsys.readouterr().err
+    quota_trace([0.05, 0.3, 0.03], 2, str(p), noun="workers")
+    assert capsys.readouterr().err == ""  # once (a CGP run reads its trace once per method)
+    quota_trace([0.04, 0.3, 0.3], 2, str(p), warn=False)  # no cgroups: no quota to raise
+    quota_trace([0.1, 0.3, 0.3], 2, str(p))
+    assert capsys.readouterr().err == ""
+
+
 def test_a_generated_trace_warns_once_when_the_kernels_minimum_raises_its_quotas(capsys):
     from host_agent.scheduling.groups.quotas import MIN_QUOTA, generated_factors, quota_trace
     base = np.array([0.25, 0.25, 0.2, 0.1])
