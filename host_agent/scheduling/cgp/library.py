@@ -31,7 +31,7 @@ from .. import digits
 from ..digits import dataset_arg
 from ..fn_specs import spec_of
 from ..groups.checks import check_model_on_data, least_batch
-from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix
+from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix, warn_trace_not_applied
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
@@ -130,6 +130,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
     n_slots = min(math.ceil(cfg.duration_s / cfg.slot_s) + 1, 10**6)
     quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed, noun="workers",
                          warn=cfg.cgroups)
+    warn_trace_not_applied(cfg.trace, cfg.cgroups)
     store, port = host_store(cfg.workers + 2, cfg.timeout_s)
     cg = SlotQuotas(cfg.workers + 1, run_prefix("cgp")) if cfg.cgroups else None
     applied = []

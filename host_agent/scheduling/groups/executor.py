@@ -36,7 +36,7 @@ from .costs import profile_layers
 from .plan import ExecPlan
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
                       static_set)
-from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu
+from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu, warn_trace_not_applied
 
 
 @dataclass
@@ -163,6 +163,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                                    noun="processes", warn=cfg.cgroups), cfg.hold, axis=0)[:cfg.slots]
     if cfg.cgroups:
         warn_above_one_cpu(quotas)
+    warn_trace_not_applied(cfg.trace, cfg.cgroups)
     costs = profile_layers(layers, data.x_train[:1])
     model_bytes = float(costs.param_bytes.sum())
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp
@@ -274,8 +275,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
                 losses = [l for x in meas for l in x["losses"]]
                 sync = allreduce_times(meas, plan)
                 wait = [v for r in plan.leaders for v in meas[r]["sync_s"]]
-                rec[m].append(dict(slot=t, quotas=quotas[t].tolist(), plan=plan.to_dict(), batch_s=iters,
-                                   migration_s=mig, migration_moves=moved, T=T, cost=cost, Q=pl.Q,
+                rec[m].append(dict(slot=t, quotas=quotas[t].tolist() if cg else None,  # None: none applied
+                                   plan=plan.to_dict(), batch_s=iters, migration_s=mig, migration_moves=moved, T=T,
+                                   cost=cost, Q=pl.Q,
                                    predicted_s=info["predicted_s"], predicted_migration_s=info["predicted_migration_s"],
                                    correction=info.get("correction", 1.0), setup_s=pl.setup_s,
                                    decide_s=decide_s, test_acc=acc, max_group_diff=diff,

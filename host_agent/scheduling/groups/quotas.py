@@ -138,6 +138,18 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     return quota_matrix(base, factors)
 
 
+def warn_trace_not_applied(trace: str | None, cgroups: bool) -> None:
+    """One warning (once per trace file) when a run is given ``--trace`` but no cgroups
+    (``--no-cgroups``, ``cgroups=False``): no quota is applied, so the trace changes nothing but
+    the groups planners' predictions. Until 2026-11-28 it was ignored without a word, and the
+    groups run's JSON recorded its quotas in every slot as if they had been set."""
+    key = ("not applied", os.path.abspath(trace or ""))
+    if trace and not cgroups and key not in _warned:
+        _warned.add(key)
+        print(f"warning: --trace {trace} is not applied: without cgroups (--no-cgroups) no process has a CPU quota",
+              file=sys.stderr)
+
+
 def warn_above_one_cpu(quotas: np.ndarray) -> None:
     """One warning when a quota of the ``[slots, ranks]`` matrix is above 1 CPU: a rank computes
     on one thread (``torch.set_num_threads(1)``), so it uses at most about 1 CPU however high

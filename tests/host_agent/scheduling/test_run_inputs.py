@@ -272,6 +272,20 @@ def test_the_groups_executor_takes_functions_and_arrays_as_train_cgp_does(tmp_pa
     json.dumps(res)
 
 
+@pytest.mark.slow
+def test_a_trace_without_cgroups_is_said_to_be_not_applied_and_no_quota_is_recorded(tmp_path, capsys):
+    """``--no-cgroups --trace T.csv``: before, the trace was ignored without a word and the groups
+    run's JSON gave its quotas in every slot as if they had been set."""
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    trace = tmp_path / "drop.csv"
+    trace.write_text("slot,device,quota\n1,0,0.1\n")
+    res = run(GroupsConfig(methods=("bsp",), model=_blob_mlp, data=_blob_data, world=1, base_quotas=(1.0,), slots=2,
+                           iters=1, B=8, cgroups=False, trace=str(trace)))
+    assert [s["quotas"] for s in res["runs"]["bsp"]["slots"]] == [None, None]
+    err = capsys.readouterr().err
+    assert f"--trace {trace} is not applied: without cgroups (--no-cgroups) no process has a CPU quota" in err
+
+
 @pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
 def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
     from host_agent.scheduling.cgp import library
