@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -31,7 +30,13 @@ from .. import digits
 from ..digits import dataset_arg
 from ..fn_specs import spec_of
 from ..groups.checks import check_model_on_data, least_batch
-from ..groups.quotas import MIN_QUOTA, SlotQuotas, quota_trace, run_prefix, warn_trace_not_applied
+from ..groups.quotas import (
+    SlotQuotas,
+    quota_trace,
+    run_prefix,
+    warn_server_quota,
+    warn_trace_not_applied,
+)
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
@@ -93,9 +98,8 @@ class CGPConfig(QuotaRunOptions):
             ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
             ("snapshot_s", None, self.snapshot_s > 0, "> 0 seconds"),
             ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
-        if self.ps_quota < MIN_QUOTA and self.cgroups:
-            print(f"warning: --ps-quota {self.ps_quota:g} is below {MIN_QUOTA} CPUs: the server runs at {MIN_QUOTA} "
-                  f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
+        if self.cgroups:
+            warn_server_quota(self.ps_quota)
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None,

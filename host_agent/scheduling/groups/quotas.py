@@ -138,6 +138,17 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     return quota_matrix(base, factors)
 
 
+def warn_server_quota(ps_quota: float) -> None:
+    """One warning (once per value) when CGP's server quota (``--ps-quota``) is below the
+    kernel's minimum, where the server runs. Once: ``saatp train cgp`` makes a config per method
+    (``dataclasses.replace``, which checks it again), and until 2026-11-28 ``--ps-quota 0.05
+    --ablation`` printed the same warning nine times."""
+    if ps_quota < MIN_QUOTA and ("ps_quota", float(ps_quota)) not in _warned:
+        _warned.add(("ps_quota", float(ps_quota)))
+        print(f"warning: --ps-quota {ps_quota:g} is below {MIN_QUOTA} CPUs: the server runs at {MIN_QUOTA} "
+              f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
+
+
 def warn_trace_not_applied(trace: str | None, cgroups: bool) -> None:
     """One warning (once per trace file) when a run is given ``--trace`` but no cgroups
     (``--no-cgroups``, ``cgroups=False``): no quota is applied, so the trace changes nothing but
