@@ -59,6 +59,12 @@ def spec_of(fn, what: str) -> str:
     if isinstance(fn, str):
         return fn
     mod, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
-    if not mod or "<" in name or "." in name or mod == "__main__":
-        raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function")
+    if not mod or "<" in name or "." in name:
+        raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function: {name or repr(fn)} is "
+                         f"not a top-level function of a module (a lambda, a nested function or a method), which "
+                         f"the rank processes cannot import")
+    if mod == "__main__":  # until 2026-11-28 the error did not say why a script's own function was refused
+        raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function: {name} is defined in the "
+                         f"script being run (__main__), which the rank processes do not import; define it in a "
+                         f"module beside the script and import it from there")
     return f"{mod}:{name}"

@@ -97,6 +97,23 @@ def top_level_fn():
     return 41
 
 
+def test_a_function_of_the_script_itself_is_refused_saying_why(tmp_path):
+    """``train_cgp(net, ...)`` with ``net`` defined in the script being run: the ranks cannot
+    import ``__main__``'s functions; before, the error said only "must be 'MODULE:FN' or an
+    importable top-level function", which ``net`` was."""
+    import subprocess
+    import sys
+    script = tmp_path / "train_script.py"
+    script.write_text("from host_agent.scheduling.fn_specs import spec_of\n"
+                      "def net():\n    return 0\n"
+                      "try:\n    spec_of(net, 'model_fn')\nexcept ValueError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    assert ("model_fn must be 'MODULE:FN' or an importable top-level function: net is defined in the script being "
+            "run (__main__), which the rank processes do not import; define it in a module beside the script") in out
+    with pytest.raises(ValueError, match=r"<lambda> is not a top-level function of a module \(a lambda"):
+        spec_of(lambda: 0, "model_fn")
+
+
 def test_module_fn_names_round_trip_and_bad_names_say_what():
     spec = spec_of(top_level_fn, "model_fn")
     assert spec == f"{__name__}:top_level_fn" and load_fn(spec, "model")() == 41
