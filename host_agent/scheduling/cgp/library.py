@@ -34,6 +34,7 @@ from ..groups.quotas import (
     SlotQuotas,
     quota_trace,
     run_prefix,
+    warn_above_one_cpu,
     warn_server_quota,
     warn_trace_not_applied,
 )
@@ -135,6 +136,8 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
     quotas = quota_trace(cfg.base_quotas, n_slots, cfg.trace, cfg.trace_seed, noun="workers",
                          warn=cfg.cgroups)
     warn_trace_not_applied(cfg.trace, cfg.cgroups)
+    if cfg.cgroups:
+        warn_above_one_cpu(quotas, "worker", "workers")
     store, port = host_store(cfg.workers + 2, cfg.timeout_s)
     cg = SlotQuotas(cfg.workers + 1, run_prefix("cgp")) if cfg.cgroups else None
     applied = []

@@ -161,19 +161,23 @@ def warn_trace_not_applied(trace: str | None, cgroups: bool) -> None:
               file=sys.stderr)
 
 
-def warn_above_one_cpu(quotas: np.ndarray) -> None:
-    """One warning when a quota of the ``[slots, ranks]`` matrix is above 1 CPU: a rank computes
-    on one thread (``torch.set_num_threads(1)``), so it uses at most about 1 CPU however high
-    its quota, while the groups planners' predictions before the run (the budget, the static
-    sets) take a rank's speed as proportional to its quota. Until 2026-11-28 a quota trace of 4
-    CPUs on this 2-core host ran without a word."""
+def warn_above_one_cpu(quotas: np.ndarray, noun: str = "process", nouns: str = "processes") -> None:
+    """One warning (once per quota matrix) when a quota of the ``[slots, ranks]`` matrix is above
+    1 CPU: a rank computes on one thread (``torch.set_num_threads(1)``), so it uses at most about
+    1 CPU however high its quota, while the groups planners' predictions before the run (the
+    budget, the static sets) take a rank's speed as proportional to its quota. Until 2026-11-28
+    a quota trace of 4 CPUs on this 2-core host ran without a word, in ``saatp train cgp``
+    (where a trace in per cent, 25 for a quarter of a CPU, then slowed no worker) until later
+    that day."""
     high = np.asarray(quotas) > 1.0 + 1e-9
-    if high.any():
+    key = ("above 1 CPU", np.asarray(quotas, dtype=float).tobytes(), noun)
+    if high.any() and key not in _warned:
+        _warned.add(key)
         ranks = np.flatnonzero(high.any(axis=0)).tolist()
-        print(f"warning: {int(high.sum())} of the {high.size} (slot, process) quotas are above 1 CPU (processes "
-              f"{ranks}, up to {float(np.max(quotas)):g}): a process computes on "
-              f"one thread and uses at most about 1 CPU, while the planners' predictions (budget, static sets) "
-              f"take its speed as its quota", file=sys.stderr)
+        print(f"warning: {int(high.sum())} of the {high.size} (slot, {noun}) quotas are above 1 CPU ({nouns} "
+              f"{ranks}, up to {float(np.max(quotas)):g}): a {noun} computes on one thread and uses at most about 1 "
+              f"CPU, so it runs no faster above 1 CPU (and the groups planners' predictions, budget and static sets, "
+              f"take its speed as its quota)", file=sys.stderr)
 
 
 def run_prefix(run: str) -> str:

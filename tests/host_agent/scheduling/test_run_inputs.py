@@ -491,6 +491,29 @@ def test_labels_with_gaps_are_not_called_classes_they_are_not():
     assert check_model_on_data(torch.nn.Sequential(torch.nn.Linear(4, 8)), data, "m:eight") == 8
 
 
+def test_train_cgp_warns_of_worker_quotas_above_one_cpu_once(tmp_path, capsys, monkeypatch):
+    """A quota trace in per cent (25 for a quarter of a CPU) slowed no worker, without a word;
+    ``saatp train groups`` warned, ``train_cgp`` did not. Once per run: the command makes one
+    ``train_cgp`` call per method."""
+    from host_agent.scheduling.cgp import library
+
+    class Stop(Exception):
+        pass
+
+    def no_cgroups(*_a, **_k):  # after the checks and the warnings, before any cgroup or process
+        raise Stop
+    monkeypatch.setattr(library, "SlotQuotas", no_cgroups)
+    trace = tmp_path / "percent.csv"
+    trace.write_text("slot,device,quota\n0,0,25\n0,1,25\n0,2,10\n1,2,40\n")
+    cfg = library.CGPConfig(workers=3, base_quotas=(0.3, 0.3, 0.3), trace=str(trace), duration_s=3, slot_s=2)
+    for _ in range(2):
+        with pytest.raises(Stop):
+            library.train_cgp("digits-cnn", "digits", cfg)
+    err = capsys.readouterr().err
+    assert err.count("(slot, worker) quotas are above 1 CPU (workers [0, 1, 2], up to 40): a worker computes on one "
+                     "thread") == 1
+
+
 def test_quotas_above_one_cpu_are_warned(tmp_path, capsys):
     from host_agent.scheduling.groups.quotas import quota_trace, warn_above_one_cpu
     trace = tmp_path / "t.csv"
