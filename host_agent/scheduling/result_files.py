@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
+
+from .interrupts import held_interrupts
 
 
 def add_result_file_options(p: argparse.ArgumentParser) -> None:
@@ -61,3 +64,18 @@ def write_result_files(result: dict, json_path: str | None, plot_path: str | Non
         os.makedirs(os.path.dirname(os.path.abspath(plot_path)), exist_ok=True)
         plot(result, plot_path)
         print(f"wrote {plot_path}")
+
+
+def keep_interrupted(command: str, path: str | None, result: dict, when: str, what: str) -> None:
+    """A command was interrupted (``when``: " during asp"): write ``result`` (what had finished,
+    marked as interrupted) to ``path`` (``--json``; nothing without one) with Ctrl-C and SIGTERM
+    held, and say on stderr that ``what`` ("the 2 finished methods") is there, or why not."""
+    if not path:
+        return
+    with held_interrupts():
+        try:
+            write_json(path, result)
+        except OSError as e:
+            print(f"{command}: interrupted{when}; {what} could not be kept: {e}", file=sys.stderr)
+            return
+        print(f"{command}: interrupted{when}; {what} are in {path}", file=sys.stderr, flush=True)

@@ -14,11 +14,10 @@ import sys
 from dataclasses import replace
 
 from ..groups.plot import plot_cgp
-from ..interrupts import held_interrupts
 from ..result_files import (
     add_result_file_options,
     check_result_files,
-    write_json,
+    keep_interrupted,
     write_result_files,
 )
 from ..run_options import add_run_options, exit_on_sigterm, require, run_options_from
@@ -49,18 +48,11 @@ def keep_finished(runs: dict, interrupted: str, planned: list[str], args: argpar
     """The command was interrupted during method ``interrupted``: write the methods that had
     finished to ``--json`` (no comparison, no plot), marked ``interrupted``. Until 2026-11-28
     a Ctrl-C in the last of eight methods (`--method all --ablation`) lost the seven finished ones."""
-    if not runs or not args.json:
+    if not runs:
         return
-    with held_interrupts():
-        res = dict(runs=runs, target_acc=args.target, interrupted=interrupted,
-                   not_run=planned[planned.index(interrupted):])
-        try:
-            write_json(args.json, res)
-        except OSError as e:
-            print(f"saatp train cgp: interrupted; the finished methods could not be kept: {e}", file=sys.stderr)
-            return
-        print(f"saatp train cgp: interrupted during {interrupted}; the {len(runs)} finished method(s) "
-              f"({', '.join(runs)}) are in {args.json}", file=sys.stderr, flush=True)
+    res = dict(runs=runs, target_acc=args.target, interrupted=interrupted, not_run=planned[planned.index(interrupted):])
+    keep_interrupted("saatp train cgp", args.json, res, f" during {interrupted}",
+                     f"the {len(runs)} finished method(s) ({', '.join(runs)})")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

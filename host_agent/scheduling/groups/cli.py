@@ -13,6 +13,7 @@ import sys
 from ..result_files import (
     add_result_file_options,
     check_result_files,
+    keep_interrupted,
     write_result_files,
 )
 from ..run_options import add_run_options, exit_on_sigterm, run_options_from
@@ -58,7 +59,15 @@ def run(args: argparse.Namespace) -> int:
         def progress(t, d):
             print(f"slot {t:3d}: " + "  ".join(f"{m} {x['T'] * 1e3:6.1f} ms acc {x['test_acc']:.3f}"
                                                  for m, x in d.items()), flush=True)
-        res = executor.run(cfg, progress=progress, log_dir=args.log_dir)
+        try:
+            res = executor.run(cfg, progress=progress, log_dir=args.log_dir)
+        except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, SIGTERM (exit 143): keep the finished slots
+            part = getattr(e, "partial_result", None)
+            if part is not None:
+                done = part["interrupted"]["slots_done"]
+                keep_interrupted("saatp train groups", args.json, part, "",
+                                 f"the {done} of {cfg.slots} slots every method finished")
+            raise
         res.pop("final_params")
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train groups: {e}", file=sys.stderr)

@@ -141,14 +141,43 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s, watch: StallWatch | 
 def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     """Every method, slot by slot. The processes' configs and logs go to ``log_dir``
     (``out_dir`` in the result), else to a temporary directory removed after a successful run
-    (``out_dir`` None)."""
-    with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too
-        out = _run_in(out_dir, cfg, progress)
+    (``out_dir`` None).
+
+    Interrupted (Ctrl-C: ``KeyboardInterrupt``; SIGTERM: ``SystemExit``) after a slot that every
+    method finished, the exception carries the result of those slots as ``partial_result``
+    (:func:`summarise`'s, with ``interrupted``), which ``saatp train groups`` writes to
+    ``--json``: until 2026-11-28 an interrupted run lost every slot it had run."""
+    so_far: dict = {}
+    try:
+        with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too
+            out = _run_in(out_dir, cfg, progress, so_far)
+    except (KeyboardInterrupt, SystemExit) as e:
+        partial = finished_slots(cfg, so_far)
+        if partial is not None:
+            partial["out_dir"] = log_dir
+            e.partial_result = partial
+        raise
     out["out_dir"] = log_dir
     return out
 
 
-def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
+def finished_slots(cfg: GroupsConfig, so_far: dict) -> dict | None:
+    """The result of the slots every method finished before an interruption (None: none), from
+    what :func:`_run_in` recorded in ``so_far``; ``interrupted`` says how many of how many."""
+    rec = so_far.get("rec")
+    done = min((len(v) for v in rec.values()), default=0) if rec else 0
+    if not done:
+        return None
+    out = summarise(cfg, {m: v[:done] for m, v in rec.items()}, so_far["budget"], so_far["t_ref"], so_far["costs"],
+                    time.perf_counter() - so_far["t_start"], so_far["load0"])
+    out["static_sets"] = so_far["static"]
+    out["interrupted"] = dict(slots_done=done, slots=cfg.slots)
+    return out
+
+
+def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = None) -> dict:
+    """The run; ``so_far`` (if given) gets what a partial result needs as it is made (the
+    records of every slot, the budget), for :func:`finished_slots`."""
     data = digits.dataset_of(cfg.data)
     # a global batch takes B distinct samples of the training split (sampler.ShareSampler), which
     # refused a larger B in every worker after start-up
@@ -216,6 +245,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress) -> dict:
         est = {m: est0.copy() for m in cfg.methods}
         cur: dict[str, ExecPlan | None] = {m: None for m in cfg.methods}
         rec: dict[str, list] = {m: [] for m in cfg.methods}
+        if so_far is not None:
+            so_far.update(rec=rec, budget=budget, t_ref=t_ref, costs=costs, t_start=t_start, load0=load0,
+                          static=static)
         final: dict[str, torch.Tensor] = {}
         for t in range(cfg.slots):
             if cg:

@@ -286,6 +286,55 @@ def test_a_trace_without_cgroups_is_said_to_be_not_applied_and_no_quota_is_recor
     assert f"--trace {trace} is not applied: without cgroups (--no-cgroups) no process has a CPU quota" in err
 
 
+@pytest.mark.slow
+def test_an_interrupted_groups_run_carries_the_slots_every_method_finished(tmp_path):
+    """Ctrl-C after the second of three slots (the progress callback runs after each slot):
+    before, the run's slots were lost with it."""
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+
+    def progress(t, _):
+        if t == 1:
+            raise KeyboardInterrupt
+    cfg = GroupsConfig(methods=("bsp", "lbbsp"), model=_blob_mlp, data=_blob_data, world=1, base_quotas=(1.0,),
+                       slots=3, iters=1, B=8, cgroups=False)
+    with pytest.raises(KeyboardInterrupt) as e:
+        run(cfg, progress=progress, log_dir=str(tmp_path / "run"))
+    part = e.value.partial_result
+    assert part["interrupted"] == {"slots_done": 2, "slots": 3}
+    assert [len(r["slots"]) for r in part["runs"].values()] == [2, 2] and "lyapunov_vs" not in part
+    json.dumps(part)
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_an_interrupted_train_groups_writes_the_finished_slots_to_json(tmp_path, monkeypatch, capsys, stop):
+    import signal
+
+    from emulation.cli import main
+    from host_agent.scheduling.groups import executor
+
+    def interrupted_run(cfg, progress=None, log_dir=None):
+        e = KeyboardInterrupt() if stop == "ctrl-c" else SystemExit(143)
+        e.partial_result = {"runs": {"bsp": {"slots": [{}, {}]}}, "interrupted": {"slots_done": 2, "slots": 12}}
+        raise e
+    monkeypatch.setattr(executor, "run", interrupted_run)
+    out = tmp_path / "new" / "groups.json"
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        argv = ["train", "groups", "--planner", "bsp", "--no-cgroups", "--json", str(out)]
+        if stop == "ctrl-c":
+            assert main(argv) == 130
+        else:
+            with pytest.raises(SystemExit) as e:
+                main(argv)
+            assert e.value.code == 143
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert json.loads(out.read_text())["interrupted"] == {"slots_done": 2, "slots": 12}
+    assert (f"saatp train groups: interrupted; the 2 of 12 slots every method finished are in {out}"
+            in capsys.readouterr().err)
+
+
 @pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
 def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
     from host_agent.scheduling.cgp import library
