@@ -263,15 +263,13 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
                       f"allreduce engine = {self.engine.describe()}{self.engine_note}")
 
         # ordered execution: collectives on one thread; p2p sends and recvs on their own threads,
-        # so a recv waiting for its peer never holds up a collective or a send (and vice versa)
-        self._queues = {}
-        self._threads = []
-        for lane in ("coll", "send", "recv"):
-            q: queue.Queue = queue.Queue()
-            th = threading.Thread(target=self._run, args=(q,), name=f"saatp-{lane}-{self._gname}-r{rank}", daemon=True)
-            self._queues[lane] = q
-            self._threads.append(th)
-            th.start()
+        # so a recv waiting for its peer never holds up a collective or a send (and vice versa);
+        # receives from one peer on one tag on a thread of their own (see recv)
+        self._queues: dict[str, queue.Queue] = {}
+        self._threads: list[threading.Thread] = []
+        with self._seq_lock:
+            for lane in ("coll", "send", "recv"):
+                self._lane(lane)
 
     # -- engine set-up ----------------------------------------------------------------------------
     def _make_engine(self, tsec: float) -> AllreduceEngine:
@@ -291,18 +289,34 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             return t.total_seconds()
         return self._timeout.total_seconds()
 
-    def _submit(self, opname: str, fn, outputs, opts=None, lane: str = "coll", work: SAATPWork | None = None):
+    def _lane(self, name: str) -> queue.Queue:
+        """The queue of lane ``name``, its thread started on first use (the caller holds
+        ``_seq_lock``)."""
+        q = self._queues.get(name)
+        if q is None:
+            q = self._queues[name] = queue.Queue()
+            th = threading.Thread(target=self._run, args=(q,), name=f"saatp-{name}-{self._gname}-r{self._rank}",
+                                  daemon=True)
+            self._threads.append(th)
+            th.start()
+        return q
+
+    def _submit(self, opname: str, fn, outputs, opts=None, lane: str = "coll", work: SAATPWork | None = None,
+                channel: str = ""):
+        """Queue ``fn`` on ``lane`` (operations of one lane are numbered together), on its own
+        thread for each ``channel``: operations of one channel run in issue order."""
         # collectives are numbered on their own: all ranks issue the same collectives in the same
         # order, but not the same point-to-point operations
         with self._seq_lock:
             self._seqs[lane] = seq = self._seqs.get(lane, 0) + 1
+            q = None if self._closed else self._lane(lane + channel)
         work = work or SAATPWork(opname, seq, outputs)
         work.seq = seq
         tmo = self._op_timeout(opts)
-        if self._closed:
+        if q is None:
             work._finish(SAATPError(f"saatp {opname}: process group {self._gname!r} has been shut down"))
             return work
-        self._queues[lane].put((opname, seq, fn, work, tmo))
+        q.put((opname, seq, fn, work, tmo))
         return work
 
     def _run(self, q: queue.Queue) -> None:
@@ -393,10 +407,12 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         self._timeout = timeout
 
     def shutdown(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for q in getattr(self, "_queues", {}).values():
+        with self._seq_lock:
+            if self._closed:
+                return
+            self._closed = True
+            queues = list(getattr(self, "_queues", {}).values())
+        for q in queues:
             q.put(None)
         self.mesh.close("process group shut down", orderly=True)
         try:
@@ -413,7 +429,7 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             # active exception", SIGABRT) after all its work was done: a CGP run on this backend
             # lost a rank so about once in ten runs
             me = threading.current_thread()
-            for th in getattr(self, "_threads", []):
+            for th in list(getattr(self, "_threads", [])):
                 if th is not me:
                     th.join(2.0)
 
@@ -802,7 +818,12 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             _fill_raw(t, self.mesh.recv(srcRank, f"p:{tag}".encode(), deadline, "recv"), "recv", srcRank)
             work._src = srcRank
 
-        return self._submit("recv", run, [t], None, lane="recv")
+        # one thread per (peer, tag): receives posted from two peers complete as their messages
+        # arrive, as on gloo. On one thread for all, a receive waited for its message before any
+        # later one could complete, and a pipeline stage that posts its receives up front (from
+        # the previous stage, then from the next) hung: 1F1B with more microbatches than stages
+        # on 3 stages, every saatp profile --backend saatp of 3 stages or more (until 2026-11-28)
+        return self._submit("recv", run, [t], None, lane="recv", channel=f"-from{srcRank}-tag{tag}")
 
     def recv_anysource(self, tensors, tag: int = 0):
         if len(tensors) != 1:

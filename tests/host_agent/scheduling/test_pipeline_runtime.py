@@ -111,6 +111,20 @@ def test_pipeline_on_saatp_backend(tmp_path):
     _assert_same(_params_after(out["out_dir"], 2), reference.train("vgg-mini", [5], 8, 2))
 
 
+@pytest.mark.slow
+def test_1f1b_on_three_stages_on_saatp_backend(tmp_path):
+    """A middle stage posts its receives from both neighbours up front; under 1F1B with more
+    microbatches than stages it needs a gradient from the next stage before the previous one
+    has sent every activation. The saatp backend ran all receives on one thread, in posting
+    order, and the run hung (every saatp profile --backend saatp of 3 stages or more: its
+    calibration runs 1F1B at M = 4, 8, 16). The stall watch fails a hung run."""
+    rows = [[2, 2, 2, 2]] * 3
+    cfg = StageConfig(model="vgg-mini", cuts=[4, 9], B=8, steps=1, warmup=1, schedule="ours", rows=rows,
+                      orders=_plan(8, rows, "1f1b"), backend="saatp", save_params=True)
+    out = launch.run(cfg, keep_dir=str(tmp_path), stall_s=30)
+    _assert_same(_params_after(out["out_dir"], 3), reference.train("vgg-mini", [4, 9], 8, 2))
+
+
 @pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
 def test_stage_processes_run_in_quota_cgroups_and_groups_are_removed(tmp_path):
     rows = [[4, 4], [8]]
