@@ -641,3 +641,28 @@ def test_a_stopped_or_killed_link_rank_fails_the_link_measurement_soon(sig_name)
     else:
         assert "rank 1 (killed by SIGKILL)" in str(e.value) and time.monotonic() - box["t"] < 5, e.value
     assert process_state(box["pid"]) is None or process_state(box["pid"])[0] in "ZX"
+
+
+def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_wins_most_paired_steps():
+    from host_agent.scheduling.train import cli
+
+    runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True),
+            dict(family="1f1b", label="1f1b M=4", equal=None), dict(family="1f1b", label="1f1b M=8", equal=None)]
+
+    def rows(unequal, equal):
+        its = [unequal, equal, equal, [x * 1.2 for x in equal]]
+        return [dict(measured_s=sorted(i)[len(i) // 2], iterations_s=i) for i in its]
+
+    # a lower median from 3 of 5 steps: not enough, the equal split is kept
+    kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 2.0, 2.0], [1.1, 1.1, 1.1, 0.9, 0.9]))
+    assert [r["label"] for r in kept] == ["umpipe #2", "1f1b M=4"]
+    assert choice["kept"] == "equal" and choice["unequal_steps_won"] == 3 and choice["steps"] == 5
+    # 4 of 5 paired steps: the unequal plan is kept
+    kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 1.0, 2.0], [1.1, 1.1, 1.1, 1.1, 1.1]))
+    assert kept[0]["label"] == "umpipe #1" and choice["kept"] == "unequal"
+    # the equal split measured faster: nothing to decide
+    kept, choice = cli.keep_tuned(runs, rows([1.2] * 5, [1.1] * 5))
+    assert kept[0]["label"] == "umpipe #2" and choice is None
+    # no equal candidate: the fastest, as for every method
+    kept, choice = cli.keep_tuned(runs[:1] + runs[2:], rows([1.2] * 5, [1.1] * 5)[:1] + rows([1.2] * 5, [1.1] * 5)[2:])
+    assert kept[0]["label"] == "umpipe #1" and choice is None
