@@ -643,7 +643,7 @@ def test_a_stopped_or_killed_link_rank_fails_the_link_measurement_soon(sig_name)
     assert process_state(box["pid"]) is None or process_state(box["pid"])[0] in "ZX"
 
 
-def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_wins_most_paired_steps():
+def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test():
     from host_agent.scheduling.train import cli
 
     runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True),
@@ -657,9 +657,12 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_wins_most_paired_s
     kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 2.0, 2.0], [1.1, 1.1, 1.1, 0.9, 0.9]))
     assert [r["label"] for r in kept] == ["umpipe #2", "1f1b M=4"]
     assert choice["kept"] == "equal" and choice["unequal_steps_won"] == 3 and choice["steps"] == 5
-    # 4 of 5 paired steps: the unequal plan is kept
+    # 4 of 5 (sign test p = 0.19) is not enough either; 5 of 5 (p = 0.03) is
     kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 1.0, 2.0], [1.1, 1.1, 1.1, 1.1, 1.1]))
+    assert kept[0]["label"] == "umpipe #2" and choice["sign_test_p"] == pytest.approx(6 / 32)
+    kept, choice = cli.keep_tuned(runs, rows([1.0] * 5, [1.1] * 5))
     assert kept[0]["label"] == "umpipe #1" and choice["kept"] == "unequal"
+    assert cli.sign_test_p(9, 10) < 0.05 < cli.sign_test_p(8, 10)
     # the equal split measured faster: nothing to decide
     kept, choice = cli.keep_tuned(runs, rows([1.2] * 5, [1.1] * 5))
     assert kept[0]["label"] == "umpipe #2" and choice is None
