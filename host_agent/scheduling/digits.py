@@ -36,16 +36,30 @@ class Dataset:
         # what a user's arrays often are (numpy: float64 features, int32 labels) made what the
         # models and the loss take: float inputs in torch's default dtype, int64 class labels
         for name in ("x_train", "x_test"):
-            x = torch.as_tensor(getattr(self, name))
+            x = _as_tensor(name, getattr(self, name))
             setattr(self, name, x.to(torch.get_default_dtype()) if x.is_floating_point() else x)
         for name in ("y_train", "y_test"):
-            y = torch.as_tensor(getattr(self, name))
+            y = _as_tensor(name, getattr(self, name))
             if y.is_floating_point() or y.dtype == torch.bool:
                 raise ValueError(f"data set: {name} must hold integer class labels, got {y.dtype}")
             if y.dim() != 1:  # the loss takes one class per sample: [n, 1] failed in every rank
                 raise ValueError(f"data set: {name} must be one class label per sample (shape [n]), got shape "
                                  f"{list(y.shape)}")
             setattr(self, name, y.to(torch.int64))
+
+
+def _as_tensor(name: str, value) -> torch.Tensor:
+    """``value`` as a tensor; ValueError naming the split and what it holds when torch cannot
+    take it (text labels, object arrays). Until 2026-11-28 scikit-learn's iris with its class
+    names as labels failed with a TypeError traceback ("can't convert np.ndarray of type
+    numpy.str_")."""
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError):
+        held = getattr(value, "dtype", None) or type(value).__name__
+        hint = (": class labels are integers 0..C-1 (text labels can be mapped, e.g. with scikit-learn's "
+                "LabelEncoder)" if name.startswith("y") else ": inputs are numbers")
+        raise ValueError(f"data set: {name} holds {held}, which torch cannot make a tensor of{hint}") from None
 
 
 def load(seed: int = 0, test_fraction: float = 0.2) -> Dataset:
@@ -165,7 +179,7 @@ def dataset_from(spec: str, seed: int = 0) -> Dataset:
     if isinstance(d, Dataset):
         return d
     if isinstance(d, (tuple, list)) and len(d) == 4:
-        return Dataset(*[torch.as_tensor(t) for t in d], name=spec)
+        return Dataset(*d, name=spec)
     raise ValueError(f"data set {spec!r}: FN() must return a Dataset or (x_train, y_train, x_test, y_test)")
 
 

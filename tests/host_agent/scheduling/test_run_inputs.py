@@ -42,6 +42,18 @@ def test_a_data_set_needs_a_test_split_and_one_class_label_per_sample():
     assert d.x_train.dtype == torch.float32 and d.y_train.dtype == torch.int64 and int(d.y_train.max()) <= 7
 
 
+def test_text_labels_and_object_inputs_are_refused_naming_the_split():
+    """scikit-learn's iris with its class names as labels: before, a TypeError traceback
+    ("can't convert np.ndarray of type numpy.str_"), which the commands do not catch."""
+    x, y = _blobs(40)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    with pytest.raises(ValueError, match=r"data set: y_train holds <U10, which torch cannot make a tensor of: class "
+                                         r"labels are integers 0..C-1 \(text labels can be mapped"):
+        digits.Dataset(x[:30], names[:30], x[30:], y[30:])
+    with pytest.raises(ValueError, match=r"data set: x_test holds object, .*: inputs are numbers"):
+        digits.Dataset(x[:30], y[:30], x[30:].astype(object), y[30:])
+
+
 def test_the_model_is_checked_on_the_test_inputs_too():
     x, y = _blobs(40)
     data = digits.Dataset(x[:30], y[:30], x[30:, :3], y[30:])  # test inputs of 3 features, training of 4
