@@ -13,6 +13,7 @@ import os
 import sys
 from dataclasses import replace
 
+from .. import digits
 from ..groups.plot import plot_cgp
 from ..result_files import (
     add_result_file_options,
@@ -88,12 +89,15 @@ def run(args: argparse.Namespace) -> int:
         plans = {m: replace(base, mode=m) for m in methods}
         if args.ablation:
             plans.update(ablation_configs(base))
+        # the data function is called once, for all the methods: until 2026-11-28 once per method,
+        # so a split without a seed gave each method a split of its own (accuracies not comparable)
+        data = args.data if args.data == "digits" else digits.dataset_from(args.data, base.seed)
         runs = {}
         for name, cfg in plans.items():
             print(f"{name}: {cfg.duration_s:g} s of training ...", flush=True)
             log = os.path.join(args.log_dir, name) if args.log_dir else None
             try:
-                runs[name] = train_cgp(args.model, args.data, cfg, target_acc=args.target, log_dir=log)
+                runs[name] = train_cgp(args.model, data, cfg, target_acc=args.target, log_dir=log)
             except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM (exit 143)
                 keep_finished(runs, name, list(plans), args)
                 raise

@@ -347,6 +347,32 @@ def test_an_interrupted_train_groups_writes_the_finished_slots_to_json(tmp_path,
             in capsys.readouterr().err)
 
 
+def test_saatp_train_cgp_gives_every_method_the_same_split(tmp_path, monkeypatch):
+    """A data function without a seed (``train_test_split`` without ``random_state``): before,
+    the command called it once per method, so CGP and BSP were trained and tested on
+    different splits."""
+    from emulation.cli import main
+    from host_agent.scheduling.cgp import train_cli
+    name = _module(tmp_path, monkeypatch, "unseeded_split_saatp",
+                   "import numpy as np\n"
+                   "calls = []\n"
+                   "def data():\n"
+                   "    calls.append(1)\n"
+                   "    x = np.random.default_rng().normal(size=(40, 4)).astype(np.float32)\n"
+                   "    y = np.random.default_rng().integers(0, 3, 40)\n"
+                   "    return x[:30], y[:30], x[30:], y[30:]\n")
+    got = []
+
+    def fake_train_cgp(model, data, cfg, target_acc, log_dir):
+        got.append(data)
+        return {"mode": cfg.mode, "final_acc": 0.5, "final_t_s": 1.0, "best_acc": 0.5, "evals": [],
+                "max_staleness": None, "samples_per_s": 1.0}
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train_cgp)
+    assert main(["train", "cgp", "--method", "cgp", "--method", "bsp", "--no-cgroups", "--data", f"{name}:data"]) == 0
+    assert len(sys.modules[name].calls) == 1 and len(got) == 2 and got[0] is got[1]
+    assert isinstance(got[0], digits.Dataset)
+
+
 @pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
 def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
     from host_agent.scheduling.cgp import library
