@@ -97,7 +97,7 @@ class CGPConfig(QuotaRunOptions):
             ("lr", "--lr", self.lr > 0, "> 0"),
             ("R", "--R", self.R >= 1, ">= 1"),
             ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
-            ("snapshot_s", None, self.snapshot_s > 0, "> 0 seconds"),
+            ("snapshot_s", "--snapshot", self.snapshot_s > 0, "> 0 seconds"),
             ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
         if self.cgroups:
             warn_server_quota(self.ps_quota)

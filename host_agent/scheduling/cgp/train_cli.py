@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--s-max", type=int, default=8, help="staleness bound of cgp and ssp (default 8)")
     p.add_argument("--damping", default="excess", choices=("excess", "none", "inverse", "sqrt"))
     p.add_argument("--target", type=float, default=0.9, help="target test accuracy (default 0.9)")
+    p.add_argument("--snapshot", type=float, default=CGPConfig.snapshot_s,
+                   help="seconds of training between the model's test-accuracy snapshots, the resolution of a time "
+                        "to the target (default %(default)s)")
     add_run_options(p, "nn.Module", "worker", "0.25,0.25,0.2,0.1")
     add_result_file_options(p)
 
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         opts = run_options_from(args)
         base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
                          duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R,
-                         s_max=args.s_max, damping=args.damping, **opts)
+                         s_max=args.s_max, damping=args.damping, snapshot_s=args.snapshot, **opts)
         methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
         plans = {m: replace(base, mode=m) for m in methods}
         if args.ablation:
