@@ -204,6 +204,17 @@ def check_batch(spec: ModelSpec, B: int) -> None:
                          f"(the sum of the per-sample losses), not {kind}")
 
 
+def draw_batch(spec: ModelSpec, B: int, step: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``make_batch(B, step)`` on torch's global random stream seeded from ``(seed, step)``, and
+    the stream put back afterwards: every stage process draws the step's batch itself (stage 0
+    uses the inputs, the last stage the targets), and a make_batch that draws from the global
+    stream got other values on a stage whose layers had drawn from it (a Dropout), so inputs
+    and targets no longer belonged together, without a word (until 2026-11-28)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1_000_003 * seed + step)
+        return spec.make_batch(B, step)
+
+
 def cut(layers: nn.Sequential, cuts: list[int]) -> list[nn.Sequential]:
     """Stage modules: layers [0, cuts[0]), [cuts[0], cuts[1]), ..., [cuts[-1], L)."""
     bounds = [0, *cuts, len(layers)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .models import build_layers, cut, load_model
+from .models import build_layers, cut, draw_batch, load_model
 
 
 def train(model: str, cuts: list[int], B: int, steps: int, lr: float = 0.05, momentum: float = 0.9,
@@ -16,7 +16,7 @@ def train(model: str, cuts: list[int], B: int, steps: int, lr: float = 0.05, mom
     layers = build_layers(spec, seed)
     opt = torch.optim.SGD(layers.parameters(), lr=lr, momentum=momentum)
     for step in (range(steps) if batches is None else batches):
-        x, y = spec.make_batch(B, step)
+        x, y = draw_batch(spec, B, step, seed)
         loss = spec.loss_sum(layers(x), y) / B
         loss.backward()
         opt.step()

@@ -14,7 +14,7 @@ import torch.distributed as dist
 from ..progress import Heartbeat
 from ..rank_processes import rank_main
 from . import cgroups
-from .models import build_layers, cut, load_model
+from .models import build_layers, cut, draw_batch, load_model
 from .stage import run_iteration, stage_io, stage_shapes
 from .torch_schedules import TORCH_SCHEDULES, make_step
 
@@ -64,7 +64,7 @@ def stage_main(cfg: StageConfig, rank: int) -> None:
         # debts, caches) as in a training run, not in the state the previous schedule left.
         n = len(runs)
         for step in range(cfg.warmup + cfg.steps):
-            x, y = spec.make_batch(cfg.B, step)
+            x, y = draw_batch(spec, cfg.B, step, cfg.seed)
             timed = step >= cfg.warmup
             for i in range(n):
                 r = runs[(i + step) % n] if cfg.rotate else runs[i]

@@ -103,6 +103,29 @@ def uint8_inputs():
     return (lambda: nn.Sequential(ToFloat(), *layers()), batch_u8, loss)
 
 
+class Noise(nn.Module):
+    """Draws from the global random stream, as a Dropout does, on its stage only."""
+    def forward(self, x):
+        torch.rand(1)
+        return x
+
+
+def global_random_batches():
+    """Inputs from the global random stream, the target a copy of them: a pipeline run whose
+    last stage gets the first stage's inputs as targets has a loss of zero (identity layers)."""
+    def build():
+        lin = nn.Linear(6, 6)
+        with torch.no_grad():
+            lin.weight.copy_(torch.eye(6))
+            lin.bias.zero_()
+        return nn.Sequential(Noise(), lin, nn.Identity())
+
+    def batch_global(B, step):
+        x = torch.randn(B, 6)
+        return x, x.clone()
+    return (build, batch_global, lambda out, y: ((out - y) ** 2).sum())
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -233,3 +256,20 @@ def test_the_profiler_times_a_layer_whose_output_needs_no_gradient(models):
     assert len(got) == 6 and got[0]["name"] == "ToFloat"
     assert got[0]["bwd"] == {1: 1e-7, 2: 1e-7}  # nothing to back-propagate
     assert all(t > 1e-7 for t in got[1]["bwd"].values())
+
+
+
+def test_every_stage_draws_the_same_batch_from_the_global_random_stream(models, tmp_path):
+    """Each stage process draws the step's batch itself; stage 0 uses the inputs, the last stage
+    the targets. A make_batch that draws from the global random stream got other values on a
+    stage whose layers had drawn from it (a Dropout): inputs and targets no longer belonged
+    together, silently (until 2026-11-28 this run's second loss was not zero)."""
+    rows = [[2, 2], [4]]
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.orders import schedule
+
+    costs = PipelineCosts.from_arrays(4, [0.1] * 2, [0.01] * 2, send_lat=0.01)
+    cfg = StageConfig(model=f"{models}:global_random_batches", cuts=[2], B=4, steps=3, warmup=0, schedule="ours",
+                      rows=rows, orders=schedule(costs, rows, "1f1b").orders)
+    out = launch.run(cfg, keep_dir=str(tmp_path / "run"))
+    assert out["runs"][0]["losses"] == [0.0, 0.0, 0.0]
