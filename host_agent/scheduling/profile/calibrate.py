@@ -19,9 +19,9 @@ real stage processes (same quotas, same split) with op tracing on, and fits, per
   op that was blocked waiting for it (the ping-pong of :mod:`.link` on a loaded host measures
   scheduling delays the pipeline's stages, with their high ``cpu.shares``, mostly avoid).
 
-The same session runs torch's ``ScheduleGPipe`` and ``Schedule1F1B`` once each (at the
-smallest and the largest of those counts that torch can run: M dividing B, and M >= S for
-``Schedule1F1B``) with their chunks traced the same way, and fits the same curves from them
+The same session runs torch's ``ScheduleGPipe`` and ``Schedule1F1B`` once each (at two
+counts torch can run, M dividing B and M >= S for ``Schedule1F1B``: :func:`torch_runs`)
+with their chunks traced the same way, and fits the same curves from them
 (``calibration["torch"]``): torch posts a chunk's receive only when it is about to compute
 it, and does more per chunk, so its op CPU and message latency are its own (its M = 8 and 16
 measured 14-19 % slower than our runtime's model of them on gpt-mini, 2026-11-28).
@@ -59,16 +59,24 @@ def _runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
     return runs
 
 
+TORCH_FIT_M = (2, 8)  # torch's GPipe at the least count from 2 up, its 1F1B at the most up to 8
+
+
 def torch_runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
-    """torch's two schedules, one run each, at the smallest (GPipe) and the largest (1F1B) of
-    ``Ms`` torch can run (M dividing B; 1F1B also M >= S), so that their chunks span two sizes
-    for the fit; none when no two such sizes exist. ``rows``/``orders`` describe the run for
+    """torch's two schedules, one run each, at two of the counts of ``Ms`` torch can run (M
+    dividing B; 1F1B also M >= S): GPipe at the least from 2 up, 1F1B at the most up to 8
+    (:data:`TORCH_FIT_M`), so that their chunks span two sizes around the counts that win;
+    none when no two such sizes exist. A line through M = 1 and M = 16 (the widest spread)
+    put torch's M = 4 13-23 % too slow on vgg-mini and gpt-mini, the cost of 16 small chunks
+    not being linear in their count on this host. ``rows``/``orders`` describe the run for
     the fit and the model (torch's 1F1B runs our 1F1B order: ``S - s`` forwards in flight)."""
     B, S = costs.B, costs.S
     ok = {"torch-gpipe": [m for m in Ms if B % m == 0], "torch-1f1b": [m for m in Ms if B % m == 0 and m >= S]}
     if not ok["torch-gpipe"] or not ok["torch-1f1b"]:
         return []
-    picks = {"torch-gpipe": min(ok["torch-gpipe"]), "torch-1f1b": max(ok["torch-1f1b"])}
+    lo, hi = TORCH_FIT_M
+    picks = {"torch-gpipe": min([m for m in ok["torch-gpipe"] if m >= lo] or ok["torch-gpipe"]),
+             "torch-1f1b": max([m for m in ok["torch-1f1b"] if m <= hi] or ok["torch-1f1b"][:1])}
     if picks["torch-gpipe"] == picks["torch-1f1b"]:
         return []
     runs = []

@@ -159,9 +159,9 @@ def test_the_calibration_runs_each_torch_schedule_at_a_count_torch_can_run():
         c = PipelineCosts.from_arrays(B, [1e-3] * S, [1e-3] * S)
         return [(r["schedule"], r["M"]) for r in calibrate.torch_runs(c, [m for m in Ms if m <= B])]
 
-    assert picks(32, 4) == [("torch-gpipe", 1), ("torch-1f1b", 16)]  # the widest spread of sizes
-    assert picks(12, 4) == [("torch-gpipe", 1), ("torch-1f1b", 4)]  # M must divide B
-    assert picks(48, 4, (2, 4, 8, 16)) == [("torch-gpipe", 2), ("torch-1f1b", 16)]
+    assert picks(32, 4) == [("torch-gpipe", 2), ("torch-1f1b", 8)]  # two sizes around the counts that win
+    assert picks(12, 4) == [("torch-gpipe", 2), ("torch-1f1b", 4)]  # M must divide B
+    assert picks(32, 16) == [("torch-gpipe", 2), ("torch-1f1b", 16)]  # 1F1B needs M >= S
     assert picks(5, 4) == []  # no count >= S divides B: nothing to fit torch's 1F1B from
     assert picks(4, 4, (4,)) == []  # one size only: no fit
 
@@ -480,7 +480,7 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys)
     assert all(min(s["measured"]["sizes"]) >= 2 for s in p["calibration"]["stages"])
     # torch's schedules ran in the calibration too (traced chunks: a fit per stage)
     assert len(p["calibration"]["torch"]["stages"]) == 2
-    assert {q["label"] for q in p["calibration"]["points"]} >= {"torch-gpipe M=1", "torch-1f1b M=4"}
+    assert {q["label"] for q in p["calibration"]["points"]} >= {"torch-gpipe M=2", "torch-1f1b M=4"}
     assert all(q["after_s"] > 0 for q in p["calibration"]["points"])
     assert main(["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--batch", "8",
                  "--profile", str(prof), "--schedule", "umpipe", "--schedule", "1f1b", "--schedule", "torch-gpipe",
