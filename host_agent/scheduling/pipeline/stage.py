@@ -43,15 +43,40 @@ def stage_io(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[torch.
     """(input, output) of every stage for the one sample ``x1``: a dry forward in eval mode (a
     BatchNorm in training mode refuses one sample and would count it in its running
     statistics, a Dropout would draw from the random stream)."""
+    return [(h, y) for h, y, _ in _dry_forward(stages, x1)]
+
+
+def writes_input(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[bool]:
+    """Per stage (or per layer, given the layers), whether its forward changes its input in
+    place (a ``ReLU(inplace=True)`` first), seen in the dry forward of :func:`stage_io` by the
+    input's version counter. Such a stage is given a copy of its input
+    (:func:`copy_input_first`)."""
+    return [wrote for _, _, wrote in _dry_forward(stages, x1)]
+
+
+def copy_input_first(module: nn.Module) -> None:
+    """Call ``module`` on a copy of its input from now on (a forward pre-hook; its parameters
+    keep their names), for a stage or layer that changes its input in place
+    (:func:`writes_input`): autograd refuses an in-place change of a leaf that needs a gradient
+    (a later stage's received input: until 2026-11-28 a stage starting with a
+    ``ReLU(inplace=True)`` failed, in our runtime, torch's schedules and the profiler, with "a
+    leaf Variable that requires grad is being used in an in-place operation"), and stage 0
+    would change the minibatch that every run of a session uses."""
+    module.register_forward_pre_hook(lambda _m, args: tuple(a.clone() if isinstance(a, torch.Tensor) else a
+                                                            for a in args))
+
+
+def _dry_forward(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
     out = []
     modes = [[m.training for m in st.modules()] for st in stages]
     try:
         with torch.no_grad():
-            h = x1
+            h = x1.clone()
             for st in stages:
                 st.eval()
+                version = h._version
                 y = st(h)
-                out.append((h, y))
+                out.append((h, y, h._version != version))
                 h = y
     finally:
         for st, flags in zip(stages, modes):

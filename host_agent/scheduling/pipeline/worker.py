@@ -15,7 +15,7 @@ from ..progress import Heartbeat
 from ..rank_processes import rank_main
 from . import cgroups
 from .models import build_layers, cut, draw_batch, load_model
-from .stage import run_iteration, stage_io, stage_shapes
+from .stage import copy_input_first, run_iteration, stage_io, stage_shapes, writes_input
 from .torch_schedules import TORCH_SCHEDULES, make_step
 
 
@@ -101,6 +101,8 @@ class _Run:
         self.cfg, self.spec, self.rank, self.world = cfg, spec, rank, world
         stages = cut(build_layers(spec, cfg.seed), cfg.cuts)
         self.module = stages[rank]
+        if writes_input(stages, spec.make_batch(1, 0)[0])[rank]:
+            copy_input_first(self.module)
         params = list(self.module.parameters())  # a stage of pooling layers only has none
         self.opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum) if params else None
         schedule = run["schedule"]

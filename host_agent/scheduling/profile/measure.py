@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..pipeline.models import ModelSpec, build_layers
+from ..pipeline.stage import copy_input_first, writes_input
 
 
 def _loop_time(fn, min_s: float, max_reps: int = 1000) -> float:
@@ -113,6 +114,12 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
     output and stash bytes per sample."""
     layers = build_layers(spec, seed)
     out: list[dict] = [dict(name=type(l).__name__, fwd={}, bwd={}) for l in layers]
+    # a layer that changes its input in place gets a copy, as a stage starting with it does
+    # (until 2026-11-28 a ReLU(inplace=True) failed with "a leaf Variable that requires grad is
+    # being used in an in-place operation")
+    for layer, writes in zip(layers, writes_input(list(layers), spec.make_batch(1, 0)[0])):
+        if writes:
+            copy_input_first(layer)
     for b in sizes:
         x, _ = spec.make_batch(int(b), 0)
         h = x

@@ -126,6 +126,21 @@ def global_random_batches():
     return (build, batch_global, lambda out, y: ((out - y) ** 2).sum())
 
 
+class AddOneInPlace(nn.Module):
+    def forward(self, x):
+        return x.add_(1)
+
+
+def in_place_layers():
+    """Layers that change their input in place: the first layer (it would change the
+    minibatch), and a ReLU(inplace=True) right after a cut (its input needs a gradient)."""
+    def build():
+        torch.manual_seed(5)
+        return nn.Sequential(AddOneInPlace(), nn.Linear(6, 12), nn.ReLU(inplace=True), nn.Linear(12, 12), nn.Tanh(),
+                             nn.Linear(12, 3))
+    return (build, batch, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -150,7 +165,12 @@ def test_a_list_of_modules_is_a_model(models, fn):
 @pytest.mark.parametrize("fn, cuts", [("built_list", [2, 4]),
                                       # a first stage without trainable parameters: its backward
                                       # failed with "element 0 of tensors does not require grad"
-                                      ("no_parameters_first", [2, 4]), ("frozen_first", [1, 4])])
+                                      ("no_parameters_first", [2, 4]), ("frozen_first", [1, 4]),
+                                      # stages that change their input in place get a copy: a
+                                      # ReLU(inplace=True) after a cut failed with "a leaf
+                                      # Variable that requires grad is being used in an in-place
+                                      # operation", in our runtime and torch's schedules
+                                      ("in_place_layers", [2, 4])])
 def test_the_pipeline_trains_as_one_process_does(models, tmp_path, fn, cuts):
     B, rows = 6, [[2, 4], [3, 3], [6]]
     from host_agent.scheduling.costmodel import PipelineCosts
@@ -273,3 +293,14 @@ def test_every_stage_draws_the_same_batch_from_the_global_random_stream(models, 
                       rows=rows, orders=schedule(costs, rows, "1f1b").orders)
     out = launch.run(cfg, keep_dir=str(tmp_path / "run"))
     assert out["runs"][0]["losses"] == [0.0, 0.0, 0.0]
+
+
+
+def test_the_profiler_times_layers_that_change_their_input_in_place(models):
+    """A ReLU(inplace=True) (any layer that changes its input in place) failed the profiler
+    with "a leaf Variable that requires grad is being used in an in-place operation"."""
+    from host_agent.scheduling.profile.measure import profile_layers
+
+    got = profile_layers(load_model(f"{models}:in_place_layers"), [1, 2], min_s=1e-4)["layers"]
+    assert [L["name"] for L in got] == ["AddOneInPlace", "Linear", "ReLU", "Linear", "Tanh", "Linear"]
+    assert all(t > 1e-7 for L in got[1:] for t in L["bwd"].values())
