@@ -205,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
         sizes = parse_sizes(args.sizes)
         cuts = parse_cuts(args.cuts) if args.cuts else None
+        if cuts is not None and args.no_calibrate:  # it was dropped without a word (2026-11-28)
+            raise ValueError("--cuts is the split of the calibration runs: it does nothing with --no-calibrate (the "
+                             "profile records no split; saatp train pipeline takes --cuts too)")
         check_stall_timeout(args.stall_timeout)
         check_result_path("--out", args.out)  # before the profiling, not after it
         if args.batch < 1 or not (math.isfinite(args.min_time) and args.min_time > 0):

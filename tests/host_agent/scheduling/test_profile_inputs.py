@@ -170,3 +170,16 @@ def test_a_float64_boundary_is_refused_by_name(tmp_path, monkeypatch, capsys):
                  "--no-calibrate", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "layer 0 (Linear) returns a torch.float64 tensor" in err and "Traceback" not in err and not out.exists()
+
+
+def test_cuts_without_a_calibration_are_refused(tmp_path, capsys):
+    """--cuts is the split of the calibration runs; with --no-calibrate it was dropped without a
+    word (the profile records no split, and the planners then chose their own)."""
+    from emulation.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--no-calibrate",
+                 "--cuts", "3", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--cuts is the split of the calibration runs: it does nothing with --no-calibrate" in err
+    assert not out.exists()
