@@ -35,6 +35,7 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
                 raise ValueError(f"model {model_name} must give one row of class scores per sample ([{len(x)}, "
                                  f"classes] for {split} of shape {list(x.shape)}), got {got}")
             outs.append(out)
+        check_every_token_input(model, data, model_name)
     finally:
         model.train(was)
     out = outs[0]
@@ -52,6 +53,26 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
         raise ValueError(f"model {model_name} gives {n} outputs per sample, but the data set's labels go up to "
                          f"{hi} ({what}): its last layer needs at least {hi + 1} outputs")
     return n
+
+
+def check_every_token_input(model: nn.Module, data: Dataset, model_name: str, chunk: int = 512) -> None:
+    """For integer inputs (token ids), one no-grad forward pass of every sample of both splits
+    (in the model's current mode): an id past an ``nn.Embedding``'s rows fails only in the
+    batches that hold it, so the few samples of :func:`check_model_on_data` do not show it.
+    ValueError naming the split, the samples and the largest id. Until 2026-11-28 such data
+    failed every rank after start-up ("index out of range in self"), or the evaluation after the
+    whole run where only the test split had one."""
+    for split, x in (("inputs", data.x_train), ("test inputs", data.x_test)):
+        if x.is_floating_point() or x.is_complex():
+            continue
+        for i in range(0, len(x), chunk):
+            try:
+                with torch.no_grad():
+                    model(x[i:i + chunk])
+            except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the samples
+                raise ValueError(f"model {model_name} fails on the data set's {split} {i}-{min(i + chunk, len(x)) - 1} "
+                                 f"(of {len(x)}; integer inputs up to {int(x.max())}, an nn.Embedding needs more "
+                                 f"rows than the largest id): {type(e).__name__}: {e}") from None
 
 
 def least_batch(model: nn.Module, x: torch.Tensor) -> int:

@@ -66,6 +66,21 @@ def test_the_model_is_checked_on_the_test_inputs_too():
     assert check_model_on_data(pool, seq, "m:pool") == 3
 
 
+def test_every_token_id_is_checked_against_the_model():
+    """An id past an nn.Embedding's rows in a sample beyond the first few: before, every rank
+    failed after start-up with "index out of range in self" (or, in the test split only, the
+    evaluation after the whole run)."""
+    emb = torch.nn.Sequential(torch.nn.Embedding(17, 4), torch.nn.Flatten(), torch.nn.Linear(8, 3))
+    x, y = torch.randint(0, 17, (40, 2)), torch.arange(40) % 3
+    assert check_model_on_data(emb, digits.Dataset(x[:30], y[:30], x[30:], y[30:]), "m:emb") == 3
+    bad = x.clone()
+    bad[35, 1] = 25  # the sixth test sample
+    with pytest.raises(ValueError, match=r"model m:emb fails on the data set's test inputs 0-9 \(of 10; integer "
+                                         r"inputs up to 25, an nn.Embedding needs more rows than the largest id\): "
+                                         r"IndexError"):
+        check_model_on_data(emb, digits.Dataset(bad[:30], y[:30], bad[30:], y[30:]), "m:emb")
+
+
 def _module(tmp_path, monkeypatch, name: str, source: str, where=None) -> str:
     """Write ``source`` as module ``name`` in ``where`` (default ``tmp_path``) and make it
     importable, as it is for a script beside it; returns the name."""
