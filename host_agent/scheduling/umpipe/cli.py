@@ -161,14 +161,34 @@ def public(out: dict) -> dict:
     return {k: v for k, v in out.items() if not k.startswith("_")}
 
 
+SCENARIO_SEARCH = (128, 300)  # DGAP's default population and generations on a named scenario
+# ... and on a profile, where the plans are then searched further in the event simulation
+# (family.plan). Until 2026-11-28 these were also caps: --pop 256 --gens 300 with --profile
+# searched with 64 and 80 without a word.
+PROFILE_SEARCH = (64, 80)
+
+
+def search_options(args: argparse.Namespace) -> tuple[int, int]:
+    """DGAP's (population, generations): ``--pop``/``--gens`` or the defaults of the mode
+    (:data:`SCENARIO_SEARCH`, :data:`PROFILE_SEARCH`); ValueError unless pop >= 4, gens >= 0."""
+    default = PROFILE_SEARCH if getattr(args, "profile", None) else SCENARIO_SEARCH
+    pop = default[0] if args.pop is None else args.pop
+    gens = default[1] if args.gens is None else args.gens
+    if pop < 4 or gens < 0:
+        raise ValueError("--pop must be >= 4 and --gens >= 0")
+    return pop, gens
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     names = ", ".join(SCENARIOS)
     p.add_argument("--scenario", default=DEFAULT_SCENARIO, metavar="NAME",
                    help=f"scenario to plan (default {DEFAULT_SCENARIO}); one of: {names}")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--seed", type=int, default=0, help="GA seed (same seed, same plan)")
-    p.add_argument("--pop", type=int, default=128, help="DGAP population size (default 128)")
-    p.add_argument("--gens", type=int, default=300, help="DGAP generations (default 300)")
+    p.add_argument("--pop", type=int, default=None,
+                   help=f"DGAP population size (default {SCENARIO_SEARCH[0]}; with --profile {PROFILE_SEARCH[0]})")
+    p.add_argument("--gens", type=int, default=None,
+                   help=f"DGAP generations (default {SCENARIO_SEARCH[1]}; with --profile {PROFILE_SEARCH[1]})")
     p.add_argument("--patience", type=int, default=None, help="stop after this many generations without improvement")
     p.add_argument("--mmax", type=int, default=None, help="cap on microbatches per stage (default: the scenario's)")
     p.add_argument("--single", action="store_true", help="single chromosome ablation: backward retraces forward")
@@ -209,6 +229,10 @@ def run_profile(args: argparse.Namespace) -> int:
         if (args.batch is not None and args.batch < 1) or (args.mmax is not None and args.mmax < 1):
             raise ValueError("--batch and --mmax must be >= 1")  # 0 meant the default until 2026-11-28
         family.check_memory_limit(args.memory_limit)
+        pop, gens = search_options(args)
+        if args.patience is not None or args.no_seed_baselines:  # they were ignored (2026-11-28)
+            raise ValueError("--patience and --no-seed-baselines shape DGAP's run on a named scenario; with "
+                             "--profile the plan family searches on (see --pop, --gens)")
         prof = profile_costs.load(args.profile)  # its errors name the file
         try:
             quotas = list(prof["stage_quotas"])
@@ -228,8 +252,8 @@ def run_profile(args: argparse.Namespace) -> int:
                              f"rerun saatp profile") from None
         mm = args.mmax or 16
         limit = [args.memory_limit * 2**20] * costs.S if args.memory_limit else None
-        fam = family.plan(costs, mmax=mm, limit=limit, seed=args.seed, pop=min(args.pop, 64),
-                          gens=min(args.gens, 80), dual_check=not args.single)
+        fam = family.plan(costs, mmax=mm, limit=limit, seed=args.seed, pop=pop, gens=gens,
+                          dual_check=not args.single)
     except (ValueError, OSError, KeyError) as e:
         print(f"saatp plan umpipe: {e}", file=sys.stderr)
         return 2
@@ -253,7 +277,8 @@ def run_profile(args: argparse.Namespace) -> int:
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas,
-                               memory_limit_mb=args.memory_limit, **fam.public()), fh, indent=1)
+                               memory_limit_mb=args.memory_limit, mmax=mm, seed=args.seed, pop=pop, gens=gens,
+                               **fam.public()), fh, indent=1)
             print(f"wrote {args.json}")
         if args.plot:
             if plot_family(costs, fam, args.plot, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
@@ -365,13 +390,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{sc.name:18s} {sc.description}")
         return 0
     try:
-        if args.pop < 4 or args.gens < 0:
-            raise ValueError("--pop must be >= 4 and --gens >= 0")
+        pop, gens = search_options(args)
         if args.mmax is not None and args.mmax < 1:
             raise ValueError("--mmax must be >= 1")
         if args.patience is not None and args.patience < 1:
             raise ValueError("--patience must be >= 1")
-        out = compare(args.scenario, seed=args.seed, pop=args.pop, gens=args.gens, patience=args.patience,
+        out = compare(args.scenario, seed=args.seed, pop=pop, gens=gens, patience=args.patience,
                       mmax=args.mmax, dual=not args.single, seed_baselines=not args.no_seed_baselines)
     except ValueError as e:
         print(f"saatp plan umpipe: {e}", file=sys.stderr)

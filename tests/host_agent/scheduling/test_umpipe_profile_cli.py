@@ -92,3 +92,36 @@ def test_plan_umpipe_names_a_profile_quota_that_is_not_a_quota(tmp_path, capsys,
     path.write_text(json.dumps(p))
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2",
                      "--single"]) == 0
+
+
+def test_plan_umpipe_with_a_profile_searches_with_the_given_population_and_generations(tmp_path, capsys,
+                                                                                       monkeypatch):
+    """--pop and --gens were capped at 64 and 80 with --profile without a word (the defaults
+    there), and --patience and --no-seed-baselines ignored; the JSON records the search."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli, family
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    got = {}
+    real = family.plan
+
+    def plan(costs, **kw):
+        got.update(kw)
+        return real(costs, **dict(kw, pop=8, gens=2, evals=50))
+    monkeypatch.setattr(family, "plan", plan)
+    out = tmp_path / "plan.json"
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "96", "--gens", "90", "--single",
+                     "--json", str(out)]) == 0
+    assert (got["pop"], got["gens"]) == (96, 90)
+    assert {k: json.loads(out.read_text())[k] for k in ("pop", "gens", "mmax", "seed")} == dict(pop=96, gens=90, mmax=4,
+                                                                                               seed=0)
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--single"]) == 0
+    assert (got["pop"], got["gens"]) == cli.PROFILE_SEARCH
+    capsys.readouterr()
+    for extra in (["--patience", "5"], ["--no-seed-baselines"], ["--pop", "2"]):
+        assert cli.main(["--profile", str(path), "--batch", "16", *extra]) == 2
+    err = capsys.readouterr().err
+    assert "--patience and --no-seed-baselines shape DGAP's run on a named scenario" in err
+    assert "--pop must be >= 4 and --gens >= 0" in err
