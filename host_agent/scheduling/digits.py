@@ -37,6 +37,12 @@ class Dataset:
         # models and the loss take: float inputs in torch's default dtype, int64 class labels
         for name in ("x_train", "x_test"):
             x = _as_tensor(name, getattr(self, name))
+            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+                # a missing value (NaN) made every loss NaN: the runs ended at chance accuracy
+                # without a word (until 2026-11-28)
+                rows = torch.nonzero(~torch.isfinite(x.reshape(len(x), -1)).all(dim=1)).flatten().tolist()
+                raise ValueError(f"data set: {name} holds NaN or infinite values ({len(rows)} of {len(x)} samples, "
+                                 f"the first {rows[:5]}): every loss would be NaN; fill or drop them")
             setattr(self, name, x.to(torch.get_default_dtype()) if x.is_floating_point() else x)
         for name in ("y_train", "y_test"):
             y = _as_tensor(name, getattr(self, name))
