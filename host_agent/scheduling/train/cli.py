@@ -434,6 +434,7 @@ def run(args: argparse.Namespace) -> int:
         if not runs:
             raise ValueError("no schedule fits the memory limits" if limit else "no schedule has a feasible plan")
         left = [s for s in schedules if s not in {r["family"] for r in runs}]
+        why = []
         if left:
             # the model's least microbatch was not named: B=5 on 3 stages with a BatchNorm left
             # torch-1f1b out (M=5 is its only count) "as torch-1f1b needs M >= the stage count"
@@ -458,7 +459,11 @@ def run(args: argparse.Namespace) -> int:
                candidates=args.candidates, tune_steps=args.tune_steps, machine=prof.get("machine"),
                calibrated=costs.info.get("calibrated"), profile=args.profile, plan_seconds=plan_s,
                load_average=dict(before_1_5_15=load[:3], after_1_5_15=load[3:]),
-               plan=fam.public(), tuning=tuning, summary=summarize(runs, final), left_out=left)
+               plan=fam.public(), tuning=tuning, summary=summarize(runs, final), left_out=left,
+               # what chose the candidates and left schedules out (until 2026-11-28 the JSON said
+               # which were left out, not why, and nothing of a memory limit)
+               left_out_because=why, memory_limit_mb=args.memory_limit, mmax=args.mmax, microbatches=M,
+               seed=args.seed)
     if args.profile:  # a profile made now is not stale
         out["host_drift"] = host_drift(prof, args.batch, costs.info["cuts"],
                                        (tuning or {}).get("runs", []) + out["summary"]["runs"], quotas=quotas,

@@ -156,3 +156,42 @@ def test_a_result_file_that_is_the_profile_is_refused(tmp_path, capsys):
                  "--quota", "none", "--stages", "2"]) == 2
     assert "is the --profile file" in capsys.readouterr().err
     assert path.read_text() == text
+
+
+SIX_LAYERS = '''
+import torch
+from torch import nn
+
+
+def model():
+    return (lambda: nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 12),
+                                  nn.Linear(12, 3)),
+            lambda B, step: (torch.randn(B, 6, generator=torch.Generator().manual_seed(step)),
+                             torch.randint(0, 3, (B,), generator=torch.Generator().manual_seed(step))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_train_pipelines_json_records_what_chose_the_candidates(tmp_path, monkeypatch, capsys):
+    """The JSON said which schedules were left out, not why, and nothing of --memory-limit,
+    --mmax, --microbatches or --seed: a run under a memory limit read back like one without."""
+    from emulation.cli import main
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    prof = tmp_path / "prof.json"
+    prof.write_text(json.dumps(dict(two_stage_profile(), model="saatp_six_layers_xyz:model")))
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01, 0.011], losses=[1.0])
+                                                                     for _ in cfg.runs]))
+    out = tmp_path / "train.json"
+    assert main(["train", "pipeline", "--model", "saatp_six_layers_xyz:model", "--stages", "2", "--quota", "none",
+                 "--profile", str(prof), "--batch", "6", "--schedule", "gpipe", "--schedule", "torch-1f1b",
+                 "--mmax", "1", "--memory-limit", "100", "--candidates", "1", "--steps", "2", "--seed", "3",
+                 "--json", str(out)]) == 0
+    assert "note: left out torch-1f1b" in capsys.readouterr().out
+    got = json.loads(out.read_text())
+    assert got["left_out"] == ["torch-1f1b"] and "torch-1f1b also M >= the stage count" in got["left_out_because"][0]
+    assert "the memory limits" in got["left_out_because"]
+    assert (got["memory_limit_mb"], got["mmax"], got["microbatches"], got["seed"]) == (100.0, 1, None, 3)
