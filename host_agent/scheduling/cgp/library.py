@@ -186,9 +186,12 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     os.remove(snap_path)  # weights, tens of MB: evaluated below, not kept with the logs
     model = digits.model_from(spec)
     evals = []
+    diverged_t = None  # the first snapshot whose weights held NaN or infinities (None: none)
     for t, v, samples, w in snaps:
         evals.append(dict(t=float(t), version=int(v), samples=int(samples),
                           test_acc=digits.accuracy_of(model, w, data)))
+        if diverged_t is None and not bool(torch.isfinite(w).all()):
+            diverged_t = float(t)
     ps = logs[cfg.workers]
     # the last snapshot is the holder's at the end of training (procs.Proc.run): the final
     # accuracy is the model's at the end, for every method (until 2026-11-27 evening it was the mean
@@ -198,7 +201,8 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     final = evals[-1] if evals else None
     out = dict(config=asdict(cfg), model=spec, evals=evals, final_acc=final and final["test_acc"],
                final_t_s=final and final["t"],
-               best_acc=max((e["test_acc"] for e in evals), default=None), quotas_applied=applied,
+               best_acc=max((e["test_acc"] for e in evals), default=None), diverged_t_s=diverged_t,
+               quotas_applied=applied,
                groupings=logs[0]["groupings"], taus=ps["taus"], decisions=ps.get("decisions", []),
                iterations=[lg["iters"] for lg in logs[:cfg.workers]],
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),

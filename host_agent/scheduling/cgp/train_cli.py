@@ -116,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
         stale = "n/a (synchronous)" if r["max_staleness"] is None else str(r["max_staleness"])
         print(f"{name:{w}s} {r['final_acc']:9.3f} {r['final_t_s']:6.1f}s {r['best_acc']:9.3f} "
               f"{'-' if tt is None else f'{tt:.1f} s':>8s} {r.get('samples_per_s', 0):10.0f} {stale:>17s}")
+    for name, r in runs.items():  # an accuracy at chance is all the table shows of it
+        if r.get("diverged_t_s") is not None:
+            print(f"warning: {name}: training diverged: the weights held NaN or infinite values from "
+                  f"{r['diverged_t_s']:.1f} s (a smaller --lr?)", file=sys.stderr)
     snap = plans[next(iter(plans))].snapshot_s
     print(f"(final acc: at the end of training; a time to {args.target} is the first snapshot at or above it, "
           f"snapshots every {snap:g} s)")

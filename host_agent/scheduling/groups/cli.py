@@ -78,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     for m, r in res["runs"].items():
         print(f"{m:12s} {r['mean_batch_s'] * 1e3:9.1f} {r['cost_over_budget']:12.3f} {r['final_test_acc']:6.3f} "
               f"{r['migrations']:10d} {r['reactions']:7d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
+    for m, r in res["runs"].items():  # an accuracy at chance is all the table shows of it
+        if r["diverged_slot"] is not None:
+            print(f"warning: {m}: training diverged: the parameters held NaN or infinite values after slot "
+                  f"{r['diverged_slot']} (a smaller --lr?)", file=sys.stderr)
     if args.react:
         print("reacted: slots in which a method decided again after the slot's first iteration (it showed a speed "
               "jump); re-plans: those in which it then changed its plan")

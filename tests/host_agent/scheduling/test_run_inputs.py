@@ -401,6 +401,46 @@ def test_saatp_train_cgp_gives_every_method_the_same_split(tmp_path, monkeypatch
     assert isinstance(got[0], digits.Dataset)
 
 
+@pytest.mark.slow
+def test_train_groups_says_when_training_diverged(capsys):
+    """A learning rate far too large: before, the table showed an accuracy at chance and nothing
+    else (the slots' ``finite`` flags only in the JSON)."""
+    from emulation.cli import main
+    assert main(["train", "groups", "--planner", "bsp", "--no-cgroups", "--quotas", "1.0", "--slots", "3", "--iters",
+                 "2", "--batch", "8", "--lr", "1e30", "--model", f"{__name__}:_blob_mlp", "--data",
+                 f"{__name__}:_blob_data"]) == 0
+    assert re.search(r"warning: bsp: training diverged: the parameters held NaN or infinite values after slot \d",
+                     capsys.readouterr().err)
+
+
+def test_train_cgp_says_when_training_diverged(tmp_path):
+    """The server's snapshots of a diverged run (weights NaN from 1 s): ``diverged_t_s``."""
+    from host_agent.scheduling.cgp import library
+    cfg = library.CGPConfig(workers=2, base_quotas=(0.5, 0.5), cgroups=False)
+    for r in range(3):
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(
+            {"groupings": [], "taus": [], "iters": 1, "compute_s": 0.1, "wall_s": 2.0}))
+    w = torch.nn.utils.parameters_to_vector(_blob_mlp().parameters()).detach()
+    torch.save([(0.5, 1, 8, w), (1.0, 2, 16, w * float("nan")), (1.5, 3, 24, w * float("nan"))],
+               tmp_path / "snapshots2.pt")
+    res = library._collect(cfg, f"{__name__}:_blob_mlp", digits.Dataset(*_blob_data()), str(tmp_path), [], None)
+    assert res["diverged_t_s"] == 1.0 and res["final_t_s"] == 1.5
+
+
+def test_saatp_train_cgp_warns_of_a_diverged_method(monkeypatch, capsys):
+    from emulation.cli import main
+    from host_agent.scheduling.cgp import train_cli
+
+    def fake_train_cgp(model, data, cfg, target_acc, log_dir):
+        return {"mode": cfg.mode, "final_acc": 0.1, "final_t_s": 2.0, "best_acc": 0.2, "evals": [],
+                "max_staleness": 3, "samples_per_s": 1.0, "diverged_t_s": 1.5 if cfg.mode == "asp" else None}
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train_cgp)
+    assert main(["train", "cgp", "--method", "cgp", "--method", "asp", "--no-cgroups"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: asp: training diverged: the weights held NaN or infinite values from 1.5 s" in err
+    assert "cgp: training diverged" not in err
+
+
 @pytest.mark.parametrize("duration, slot, slots", [(15.0, 2.0, 9), (5000.0, 2.0, 2501), (1.0, 3.0, 2)])
 def test_train_cgp_generates_the_slots_its_training_spans(duration, slot, slots, monkeypatch):
     from host_agent.scheduling.cgp import library
