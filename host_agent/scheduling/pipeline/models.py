@@ -164,14 +164,32 @@ def build_layers(spec: ModelSpec, seed: int = 0) -> nn.Sequential:
     """The model with deterministic initial weights (every stage process builds the same)."""
     torch.manual_seed(seed)
     m = spec.build()
-    if isinstance(m, nn.Sequential):
-        return m
     if isinstance(m, (list, tuple, nn.ModuleList)):
         bad = [f"{i} ({type(x).__name__})" for i, x in enumerate(m) if not isinstance(x, nn.Module)]
         if bad:
             raise ValueError(f"model {spec.name}: item {', '.join(bad)} of its list is not an nn.Module")
-        return nn.Sequential(*m)
-    raise ValueError(f"model {spec.name} must be an nn.Sequential or a list of modules, got {type(m).__name__}")
+        m = nn.Sequential(*m)
+    if not isinstance(m, nn.Sequential):
+        raise ValueError(f"model {spec.name} must be an nn.Sequential or a list of modules, got {type(m).__name__}")
+    _check_no_shared_parameters(spec.name, m)
+    return m
+
+
+def _check_no_shared_parameters(name: str, layers: nn.Sequential) -> None:
+    """ValueError naming two layers that hold the same parameter (tied weights: an embedding
+    and its output head). Every child is a place to cut, and each stage process trains its own
+    copy of its layers: until 2026-11-28 tied layers on two stages trained apart, without a
+    word."""
+    owner: dict[int, tuple[int, str]] = {}
+    for i, layer in enumerate(layers):
+        for pname, p in layer.named_parameters():
+            j, jname = owner.setdefault(id(p), (i, pname))
+            if j != i:
+                raise ValueError(
+                    f"model {name}: layers {j} ({type(layers[j]).__name__}) and {i} ({type(layer).__name__}) share a "
+                    f"parameter ({jname} and {pname}): every child of the model's nn.Sequential is a place to cut, "
+                    f"and each pipeline stage trains its own copy of its layers' parameters (tied weights would "
+                    f"train apart); put the layers that share it into one module")
 
 
 def check_batch(spec: ModelSpec, B: int) -> None:

@@ -141,6 +141,16 @@ def in_place_layers():
     return (build, batch, loss)
 
 
+def tied():
+    """An input layer and an output head sharing one weight (tied weights)."""
+    def build():
+        torch.manual_seed(5)
+        first, head = nn.Linear(6, 6, bias=False), nn.Linear(6, 6)
+        head.weight = first.weight
+        return nn.Sequential(first, nn.Tanh(), head, nn.Linear(6, 3))
+    return (build, batch, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -225,6 +235,8 @@ def test_torchs_schedules_leave_batchnorm_statistics_as_one_process_does(models,
     ("not_a_builder", r"returned 42 \(int\) as the model: expected an nn.Sequential, a list of modules"),
     ("a_single_module", r"must be an nn.Sequential or a list of modules, got Linear"),
     ("NOT_A_FUNCTION", r"NOT_A_FUNCTION is 5 \(int\), not a function"),
+    # each stage trains its own copy of its layers: tied weights on two stages trained apart
+    ("tied", r"layers 0 \(Linear\) and 2 \(Linear\) share a parameter \(weight and weight\)"),
 ])
 def test_what_is_not_a_model_is_named(models, fn, message):
     with pytest.raises(ValueError, match=message):
