@@ -214,12 +214,25 @@ def check_batch(spec: ModelSpec, B: int) -> None:
     layers = build_layers(spec)
     layers.eval()  # as the stages' shape probe: no BatchNorm statistics, no one-sample refusal
     with torch.no_grad():
-        loss = spec.loss_sum(layers(x[:2]), y[:2])
+        try:
+            out = layers(x[:2])
+        except (RuntimeError, TypeError, ValueError, IndexError) as e:  # torch's message alone until 2026-11-28
+            raise ValueError(f"model {spec.name}: the model fails on make_batch({B}, 0)'s input ({_what(x)}): "
+                             f"{type(e).__name__}: {e}") from None
+        try:
+            loss = spec.loss_sum(out, y[:2])
+        except (RuntimeError, TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"model {spec.name}: loss_sum fails on the model's output ({_what(out)}) and "
+                             f"make_batch({B}, 0)'s target ({_what(y)}): {type(e).__name__}: {e}") from None
     if not (isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.is_floating_point()):
         kind = (f"a tensor of shape {tuple(loss.shape)} and type {loss.dtype}" if isinstance(loss, torch.Tensor)
                 else f"a {type(loss).__name__}")
         raise ValueError(f"model {spec.name}: loss_sum(output, target) must return one floating-point tensor "
                          f"(the sum of the per-sample losses), not {kind}")
+
+
+def _what(t) -> str:
+    return f"shape {tuple(t.shape)}, {t.dtype}" if isinstance(t, torch.Tensor) else f"a {type(t).__name__}"
 
 
 def draw_batch(spec: ModelSpec, B: int, step: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

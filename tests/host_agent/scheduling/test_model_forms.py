@@ -79,6 +79,14 @@ def inputs_only():
     return (layers, lambda B, step: batch(B, step)[0], loss)
 
 
+def int32_targets():
+    return (layers, lambda B, step: (batch(B, step)[0], batch(B, step)[1].to(torch.int32)), loss)
+
+
+def half_inputs():
+    return (layers, lambda B, step: (batch(B, step)[0].half(), batch(B, step)[1]), loss)
+
+
 def per_sample_losses():
     return (layers, batch, lambda out, y: nn.functional.cross_entropy(out, y, reduction="none"))
 
@@ -316,3 +324,14 @@ def test_the_profiler_times_layers_that_change_their_input_in_place(models):
     got = profile_layers(load_model(f"{models}:in_place_layers"), [1, 2], min_s=1e-4)["layers"]
     assert [L["name"] for L in got] == ["AddOneInPlace", "Linear", "ReLU", "Linear", "Tanh", "Linear"]
     assert all(t > 1e-7 for L in got[1:] for t in L["bwd"].values())
+
+
+def test_a_batch_the_model_or_loss_fails_on_is_named_with_its_shape_and_type(models):
+    """The commands printed torch's message alone ("saatp profile: expected target dtype to be
+    Long or Byte, but got Int"), not that it was the loss on make_batch's targets."""
+    with pytest.raises(ValueError, match=r"loss_sum fails on the model's output \(shape \(2, 3\), torch.float32\) and "
+                                         r"make_batch\(8, 0\)'s target \(shape \(8,\), torch.int32\): RuntimeError"):
+        check_batch(load_model(f"{models}:int32_targets"), 8)
+    with pytest.raises(ValueError, match=r"the model fails on make_batch\(8, 0\)'s input \(shape \(8, 6\), "
+                                         r"torch.float16\): RuntimeError"):
+        check_batch(load_model(f"{models}:half_inputs"), 8)
