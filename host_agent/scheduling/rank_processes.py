@@ -45,12 +45,24 @@ def free_port() -> int:
     return free_tcp_port(HOST)
 
 
-def host_store(clients: int, timeout_s: float) -> tuple[dist.TCPStore, int]:
-    """The parent's TCP store on a free loopback port (``clients`` = ranks + the parent)."""
-    port = free_port()
-    store = dist.TCPStore(HOST, port, world_size=clients, is_master=True, wait_for_workers=False,
-                          timeout=datetime.timedelta(seconds=timeout_s))
-    return store, port
+def host_store(clients: int, timeout_s: float, tries: int = 5) -> tuple[dist.TCPStore, int]:
+    """The parent's TCP store on a free loopback port (``clients`` = ranks + the parent). The
+    port was free when :func:`free_port` released it; another process (a run started at the
+    same time, a connection's ephemeral port) may take it before the store listens, so a port
+    found in use is replaced by another (``tries`` in all). Until 2026-11-28 the run failed:
+    "The server socket has failed to listen on any local network address ... address already
+    in use"."""
+    for attempt in range(tries):
+        port = free_port()
+        try:
+            store = dist.TCPStore(HOST, port, world_size=clients, is_master=True, wait_for_workers=False,
+                                  timeout=datetime.timedelta(seconds=timeout_s))
+        except dist.DistNetworkError as e:
+            if "EADDRINUSE" not in str(e) or attempt == tries - 1:
+                raise
+            continue
+        return store, port
+    raise AssertionError("unreachable")
 
 
 STORE_CHUNK = 4 << 20  # bytes per store value: torch's (libuv) TCPStore drops a connection that sets over 8 MiB

@@ -241,6 +241,27 @@ def test_backends_other_than_gloo_and_saatp_are_refused_before_any_process_start
         p.parse_args(["--backend", "nccl"])
 
 
+def test_the_store_takes_another_port_when_its_free_port_was_taken_meanwhile(monkeypatch):
+    """Two runs started at the same time: the port free_port released may be bound by the other
+    before this run's store listens; before, the run failed with "address already in use"."""
+    import socket
+
+    from host_agent.scheduling import rank_processes
+    taken = socket.socket()
+    taken.bind((rank_processes.HOST, 0))
+    taken.listen()
+    try:
+        ports = [taken.getsockname()[1]]  # the first port it is given is in use by then
+        real = rank_processes.free_port
+        monkeypatch.setattr(rank_processes, "free_port", lambda: ports.pop() if ports else real())
+        store, port = rank_processes.host_store(1, 30)
+        assert port != taken.getsockname()[1] and not ports
+        store.set("k", "v")
+        assert store.get("k") == b"v"
+    finally:
+        taken.close()
+
+
 def test_a_store_blob_over_the_stores_8_mib_value_limit_round_trips():
     """torch's TCPStore drops a connection that sets a value over 8 MiB ("Connection reset by
     peer"); put_blob splits a value into parts, get_blob joins them and deletes the parts."""
