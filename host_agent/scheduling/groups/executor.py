@@ -366,7 +366,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        final_test_acc=slots[-1]["test_acc"], max_group_diff=max(s["max_group_diff"] for s in slots),
                        migrations=sum(1 for s in slots if s["migration_moves"]),
                        # the first slot after which the parameters held NaN or infinities (None: never)
-                       diverged_slot=next((s["slot"] for s in slots if not s["finite"]), None),
+                       diverged_slot=next((s["slot"] for s in slots if not s.get("finite", True)), None),
                        reactions=sum(1 for s in slots if s.get("reacted")),
                        replans=sum(1 for s in slots if s.get("replanned_from")),
                        migration_s=float(sum(s["migration_s"] for s in slots)),
