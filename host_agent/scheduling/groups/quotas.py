@@ -88,7 +88,11 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
         at = path if ln is None else f"{path}:{ln}"
         if d >= n:
             have = "device 0" if n == 1 else f"devices 0-{n - 1}"
-            raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {noun} ({have})")
+            # a held-out trace of another size: say what the run would need (until 2026-11-28 only the first row)
+            top = max(r[1] for r in rows)
+            raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {noun} ({have}); it names "
+                             f"devices up to {top}: the run has as many {noun} as --quotas has base quotas, so one "
+                             f"of all the trace's devices needs {top + 1} values")
         if (s, d) in seen:
             also = "" if seen[(s, d)] is None else f" (also on line {seen[(s, d)]})"
             raise ValueError(f"{at}: slot {s}, device {d} is given twice{also}")

@@ -244,6 +244,11 @@ def test_a_trace_names_its_file_and_line_for_a_missing_device_or_a_repeated_row(
         quota_trace([0.3, 0.25, 0.2], 3, str(p), noun="workers")
     with pytest.raises(ValueError, match=r"the run has 1 processes \(device 0\)"):
         quota_trace([0.3], 3, str(p))
+    # a held-out trace of another size: what the run would need, not only the first row it lacks
+    with pytest.raises(ValueError, match=r"t.csv:2: the trace names device 2, but the run has 2 workers \(devices "
+                                         r"0-1\); it names devices up to 3: the run has as many workers as --quotas "
+                                         r"has base quotas, so one of all the trace's devices needs 4 values"):
+        quota_trace([0.3, 0.3], 3, str(p), noun="workers")
     for kind, v in (("factor", "2"), ("quota", "0.2")):
         p.write_text(f"slot,device,{kind}\n0,0,{v}\n\n1,0,{v}\n0,0,{v}\n")
         with pytest.raises(ValueError, match=r"t.csv:5: slot 0, device 0 is given twice \(also on line 2\)"):
