@@ -13,6 +13,13 @@ from torch import nn
 TORCH_SCHEDULES = ("torch-gpipe", "torch-1f1b")
 
 
+def can_run(schedule: str, M: int, B: int, S: int) -> bool:
+    """Whether torch's ``schedule`` runs M microbatches of a minibatch of B on S stages: M
+    must divide B (torch splits the target as the input and rejects mismatched sizes), and
+    ``Schedule1F1B`` needs M >= S."""
+    return 1 <= M <= B and B % M == 0 and (schedule != "torch-1f1b" or M >= S)
+
+
 def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B: int,
               loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
               example: tuple[torch.Tensor, torch.Tensor] | None = None) -> Callable:

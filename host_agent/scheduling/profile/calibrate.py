@@ -42,6 +42,7 @@ import numpy as np
 from ..costmodel import PipelineCosts, equal_sizes
 from ..orders import expected_makespan, schedule
 from ..pipeline import launch
+from ..pipeline.torch_schedules import TORCH_SCHEDULES, can_run
 from ..pipeline.worker import StageConfig
 from ..progress import DEFAULT_STALL_S
 from .fit import fit_knee
@@ -71,7 +72,7 @@ def torch_runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
     not being linear in their count on this host. ``rows``/``orders`` describe the run for
     the fit and the model (torch's 1F1B runs our 1F1B order: ``S - s`` forwards in flight)."""
     B, S = costs.B, costs.S
-    ok = {"torch-gpipe": [m for m in Ms if B % m == 0], "torch-1f1b": [m for m in Ms if B % m == 0 and m >= S]}
+    ok = {sch: [m for m in Ms if can_run(sch, m, B, S)] for sch in TORCH_SCHEDULES}
     if not ok["torch-gpipe"] or not ok["torch-1f1b"]:
         return []
     lo, hi = TORCH_FIT_M

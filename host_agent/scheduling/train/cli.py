@@ -40,7 +40,7 @@ from ..profile import cli as profile_cli
 from ..profile import costs as profile_costs
 from ..pipeline import cgroups, launch
 from ..pipeline.models import build_layers, check_batch, load_model
-from ..pipeline.torch_schedules import TORCH_SCHEDULES
+from ..pipeline.torch_schedules import TORCH_SCHEDULES, can_run
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
@@ -113,8 +113,7 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
         if M:
             ms = [M]
         else:
-            ms = [m for m in range(1, min(B, mmax) + 1)
-                  if (sch not in TORCH_SCHEDULES or B % m == 0) and (sch != "torch-1f1b" or m >= S)]
+            ms = [m for m in range(1, min(B, mmax) + 1) if sch not in TORCH_SCHEDULES or can_run(sch, m, B, S)]
         cands = []
         for m in ms:
             if sch in TORCH_SCHEDULES and B % m:

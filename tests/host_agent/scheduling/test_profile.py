@@ -192,6 +192,14 @@ def test_plan_umpipe_reads_a_profile(tmp_path, capsys):
     assert plan["umpipe"]["predicted_s"] <= min(plan["gpipe_best"]["predicted_s"],
                                                 plan["one_f_one_b_best"]["predicted_s"]) + 1e-12
     assert all(sum(r) == 16 for r in plan["umpipe"]["rows"])
+    # torch's schedules at counts torch runs (M divides B; 1F1B M >= S), by our runtime's model
+    # here (this profile's calibration has no torch runs), and it says so
+    assert plan["torch_model"] == "ours"
+    tb = plan["torch_best"]
+    assert 16 % len(tb["torch-gpipe"]["rows"][0]) == 0 and len(tb["torch-1f1b"]["rows"][0]) in (2, 4, 8)
+    assert tb["torch-gpipe"]["predicted_s"] >= plan["gpipe_best"]["predicted_s"] - 1e-12
+    text = capsys.readouterr().out
+    assert "torch 1F1B best M" in text and "torch's schedules predicted as our runtime's" in text
     # a limit nothing fits: exit 1, no plan
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "8", "--pop", "16", "--gens", "5",
                      "--memory-limit", "0.001"]) == 1
