@@ -81,6 +81,19 @@ def load(path: str) -> dict:
     return prof
 
 
+def changed_layers(prof: dict, layers) -> list[str]:
+    """The layers (``nn.Module`` children, as many as the profile's) whose parameter bytes differ
+    from what the profile recorded, each as "layer i (Name): N parameter bytes, the profile M":
+    a model changed since it was profiled (a wider layer) keeps its layer count, and its
+    profile's times then describe another model (until 2026-11-28 nothing said so)."""
+    out = []
+    for i, (layer, rec) in enumerate(zip(layers, prof["cpu"]["layers"])):
+        have = sum(p.numel() * p.element_size() for p in layer.parameters())
+        if "param_bytes" in rec and int(rec["param_bytes"]) != have:
+            out.append(f"layer {i} ({type(layer).__name__}): {have} parameter bytes, the profile {int(rec['param_bytes'])}")
+    return out
+
+
 def check_not_the_profile(profile: str | None, **outputs: str | None) -> None:
     """ValueError when an output file (``json=PATH``: option ``--json``) is the ``--profile``
     file, which the command would overwrite with its result (until 2026-11-28 it did)."""

@@ -389,11 +389,16 @@ def run(args: argparse.Namespace) -> int:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:
                 raise ValueError(f"{args.profile} profiles {prof['model']}, not {args.model}")
-            n_layers = len(build_layers(spec))
+            layers = build_layers(spec)
             n_prof = len(prof["cpu"].get("layers") or [])
-            if n_prof != n_layers:
+            if n_prof != len(layers):
                 raise ValueError(f"{args.profile} profiles {n_prof} layers of {prof['model']}, "
-                                 f"the model has {n_layers} now: run saatp profile again")
+                                 f"the model has {len(layers)} now: run saatp profile again")
+            changed = profile_costs.changed_layers(prof, layers)
+            if changed:
+                print(f"note: {args.profile} profiled another {args.model} ({'; '.join(changed[:3])}"
+                      f"{'; ...' if len(changed) > 3 else ''}): its times are not this model's; run saatp profile "
+                      f"again", flush=True)
         else:
             # calibrated on the run's own split (--cuts): a calibration on another split is not
             # used, and until 2026-11-27 (22:00 UTC) it silently left the predictions uncalibrated

@@ -195,3 +195,32 @@ def test_train_pipelines_json_records_what_chose_the_candidates(tmp_path, monkey
     assert got["left_out"] == ["torch-1f1b"] and "torch-1f1b also M >= the stage count" in got["left_out_because"][0]
     assert "the memory limits" in got["left_out_because"]
     assert (got["memory_limit_mb"], got["mmax"], got["microbatches"], got["seed"]) == (100.0, 1, None, 3)
+
+
+def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, monkeypatch, capsys):
+    """A model made wider since it was profiled keeps its layer count; its profile's times were
+    taken as this model's without a word."""
+    from emulation.cli import main
+    from host_agent.scheduling.pipeline.models import build_layers, load_model
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    prof = dict(two_stage_profile(), model=model)
+    for rec, layer in zip(prof["cpu"]["layers"], build_layers(load_model(model))):
+        rec["param_bytes"] = sum(p.numel() * 4 for p in layer.parameters())
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(prof))
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01], losses=[1.0])
+                                                                     for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
+            "--batch", "6", "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    assert main(args) == 0
+    assert "profiled another" not in capsys.readouterr().out
+    prof["cpu"]["layers"][2]["param_bytes"] = 4 * (8 * 12 + 8)  # a Linear(12, 8) then
+    path.write_text(json.dumps(prof))
+    assert main(args) == 0
+    assert (f"note: {path} profiled another {model} (layer 2 (Linear): 624 parameter bytes, the profile 416): its "
+            f"times are not this model's; run saatp profile again") in capsys.readouterr().out
