@@ -105,9 +105,10 @@ def no_fit_message(costs: PipelineCosts, limit_mb: float, mmax: int) -> str:
     """Why no plan of at most ``mmax`` microbatches fits ``limit_mb`` per stage, with what the
     least would need."""
     least = least_memory(costs, mmax)
+    # three significant digits: a small model's least was "0.0 MB" against a limit of 0.001 MB
     need = "" if least is None else (f"; the least a plan of at most {mmax} microbatches needs is "
-                                     f"{least[0] / 2**20:.1f} MB on its fullest stage (1F1B, microbatches of "
-                                     f"{least[1]} samples or fewer)")
+                                     f"{least[0] / 2**20:.3g} MB on its fullest stage (1F1B, microbatches of "
+                                     f"{least[1]} sample{'s' if least[1] != 1 else ''} or fewer)")
     return f"no plan fits the memory limit of {limit_mb:g} MB per stage{need}"
 
 

@@ -224,3 +224,14 @@ def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, mo
     assert main(args) == 0
     assert (f"note: {path} profiled another {model} (layer 2 (Linear): 624 parameter bytes, the profile 416): its "
             f"times are not this model's; run saatp profile again") in capsys.readouterr().out
+
+
+def test_the_no_fit_message_gives_a_small_models_least_memory_in_figures():
+    """A model of a few kB was told it needed "0.0 MB" against a limit of 0.001 MB."""
+    from host_agent.scheduling.umpipe import family
+
+    c = costs.build(two_stage_profile(), 1, [0.5, 0.25])
+    msg = family.no_fit_message(c, 0.001, 16)
+    assert msg.startswith("no plan fits the memory limit of 0.001 MB per stage; the least a plan of at most 16 "
+                          "microbatches needs is 0.0") and " 0.0 MB" not in msg
+    assert msg.endswith("(1F1B, microbatches of 1 sample or fewer)")
