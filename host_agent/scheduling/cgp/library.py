@@ -45,6 +45,8 @@ from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .policy import damping
 
 MODES = ("cgp", "bsp", "asp", "ssp")
+POLL_S = 0.02  # seconds between the parent's looks at the run (and its setting of the slot's quotas)
+MIN_SLOT_S = 0.05  # the shortest trace slot: a few polls and CFS periods
 
 
 @dataclass
@@ -91,7 +93,11 @@ class CGPConfig(QuotaRunOptions):
         self.check_run_options("worker")
         self.require_fields((
             ("duration_s", "--duration", self.duration_s > 0, "> 0 seconds"),
-            ("slot_s", "--slot", self.slot_s > 0, "> 0 seconds"),
+            # the parent sets the quotas every POLL_S: a shorter slot skipped slots without a word
+            # (until 2026-11-28: at 5 ms, a looped 4-slot trace applied its slot 0 only)
+            ("slot_s", "--slot", self.slot_s >= MIN_SLOT_S,
+             f">= {MIN_SLOT_S:g} seconds (the quotas are set every {POLL_S:g} s and the kernel applies them in "
+             f"10 ms periods)"),
             ("ps_quota", "--ps-quota", self.ps_quota > 0, "> 0 CPUs"),
             ("local_batch", "--batch", self.local_batch >= 1, ">= 1"),
             ("lr", "--lr", self.lr > 0, "> 0"),
@@ -167,7 +173,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                     slot = s
                     cg.set(list(quotas[s]) + [cfg.ps_quota])
                     applied.append((slot, quotas[s].tolist()))
-            time.sleep(0.02)
+            time.sleep(POLL_S)
         if ranks.failed():
             ranks.settle()
             raise RankFailure(f"{ranks.exits('process')} ended the run (workers 0-{cfg.workers - 1}, "

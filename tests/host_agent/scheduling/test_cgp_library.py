@@ -162,7 +162,10 @@ def test_the_config_names_the_check_that_failed_and_its_value():
                     (dict(duration_s=0.0), r"duration_s \(--duration\) must be > 0 seconds, got 0.0"),
                     (dict(R=0), r"R \(--R\) must be >= 1, got 0"),
                     (dict(s_max=-1), r"s_max \(--s-max\) must be >= 0, got -1"),
-                    (dict(slot_s=0.0), r"slot_s \(--slot\) must be > 0 seconds, got 0.0"),
+                    (dict(slot_s=0.0), r"slot_s \(--slot\) must be >= 0.05 seconds \(the quotas are set every "
+                                       r"0.02 s and the kernel applies them in 10 ms periods\), got 0.0"),
+                    # a slot shorter than the parent's poll skipped slots without a word
+                    (dict(slot_s=0.005), r"slot_s \(--slot\) must be >= 0.05 seconds .* got 0.005"),
                     (dict(ps_quota=0.0), r"ps_quota \(--ps-quota\) must be > 0 CPUs, got 0.0"),
                     (dict(local_batch=0), r"local_batch \(--batch\) must be >= 1, got 0"),
                     (dict(lr=float("nan")), r"lr \(--lr\) must be > 0, got nan"),
