@@ -422,6 +422,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {args.profile} measured its link and calibration runs with {prof.get('backend', 'gloo')}, "
                   f"this run uses {args.backend}: saatp profile --backend {args.backend} measures them as this run "
                   f"sends", flush=True)
+        if args.profile and prof.get("stage_quotas") is not None and list(prof["stage_quotas"]) != list(quotas):
+            # plan umpipe --profile plans for the profile's quotas: a run that left out --quota or
+            # --slow ran other quotas than the plan's without a word (until 2026-11-28)
+            print(f"note: this run's CPU quotas {quotas} are not those {args.profile} was measured with "
+                  f"({prof['stage_quotas']}, what saatp plan umpipe --profile plans for); --quota and --slow set "
+                  f"them", flush=True)
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
         t0 = time.time()
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,

@@ -235,3 +235,27 @@ def test_the_no_fit_message_gives_a_small_models_least_memory_in_figures():
     assert msg.startswith("no plan fits the memory limit of 0.001 MB per stage; the least a plan of at most 16 "
                           "microbatches needs is 0.0") and " 0.0 MB" not in msg
     assert msg.endswith("(1F1B, microbatches of 1 sample or fewer)")
+
+
+def test_train_pipeline_says_when_it_runs_other_quotas_than_the_profiles(tmp_path, monkeypatch, capsys):
+    """plan umpipe --profile plans for the profile's quotas; train pipeline --profile without
+    --quota/--slow ran 'auto' quotas instead, without a word."""
+    from emulation.cli import main
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # quotas 0.5 and 0.25
+    quotas = []
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: quotas.append(kw["quotas"]) or dict(
+        runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--stages", "2", "--profile", str(path), "--batch", "6",
+            "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    assert main(args + ["--quota", "0.5", "--slow", "1:0.25"]) == 0
+    assert "are not those" not in capsys.readouterr().out and quotas[-1] == [0.5, 0.25]
+    assert main(args + ["--quota", "0.4"]) == 0
+    assert (f"note: this run's CPU quotas [0.4, 0.4] are not those {path} was measured with ([0.5, 0.25], what "
+            f"saatp plan umpipe --profile plans for); --quota and --slow set them") in capsys.readouterr().out
