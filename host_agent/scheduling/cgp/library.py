@@ -94,7 +94,7 @@ class CGPConfig(QuotaRunOptions):
         self.require_fields((
             ("duration_s", "--duration", self.duration_s > 0, "> 0 seconds"),
             # the parent sets the quotas every POLL_S: a shorter slot skipped slots without a word
-            # (until 2026-11-28: at 5 ms, a looped 4-slot trace applied its slot 0 only)
+            # (until 2026-11-28: at 5 ms every fourth slot, of a looped 4-slot trace the same one for many polls)
             ("slot_s", "--slot", self.slot_s >= MIN_SLOT_S,
              f">= {MIN_SLOT_S:g} seconds (the quotas are set every {POLL_S:g} s and the kernel applies them in "
              f"10 ms periods)"),
