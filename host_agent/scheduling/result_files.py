@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -47,10 +48,25 @@ def check_result_files(json_path: str | None, plot_path: str | None) -> None:
                              f"{', '.join('.' + f for f in sorted(formats))})")
 
 
+def finite_or_null(x):
+    """``x`` with every NaN or infinite float replaced by None: JSON has no such numbers, and
+    Python's ``json`` writes them as ``NaN``/``Infinity``, which other readers (``JSON.parse``,
+    Go, serde) refuse. A diverged run's losses are NaN."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite_or_null(v) for v in x]
+    return x
+
+
 def write_json(path: str, result) -> None:
+    """``result`` as strict JSON (:func:`finite_or_null`; until 2026-11-28 a diverged run wrote
+    ``NaN``), its directory made if it is missing."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(result, f, indent=1)
+        json.dump(finite_or_null(result), f, indent=1, allow_nan=False)
 
 
 def write_result_files(result: dict, json_path: str | None, plot_path: str | None,

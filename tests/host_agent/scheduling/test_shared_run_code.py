@@ -276,3 +276,20 @@ def test_a_store_blob_over_the_stores_8_mib_value_limit_round_trips():
     assert not store.check([f"params/0/0/{i}" for i in range(3)])
     put_blob(store, "small", b"")
     assert get_blob(store, "small") == b""
+
+
+def test_result_json_is_strict_json_with_null_for_nan_and_infinity(tmp_path):
+    """A diverged run's NaN losses were written as ``NaN``, which JSON.parse refuses."""
+    import json
+
+    from host_agent.scheduling.result_files import write_json
+
+    path = tmp_path / "new" / "r.json"
+    write_json(str(path), {"loss": float("nan"), "runs": [{"t": [1.5, float("inf"), -float("inf")]}], "n": 3,
+                           "pair": (float("nan"), "x")})
+
+    def refuse(name):
+        raise AssertionError(f"not JSON: {name}")
+
+    got = json.loads(path.read_text(), parse_constant=refuse)
+    assert got == {"loss": None, "runs": [{"t": [1.5, None, None]}], "n": 3, "pair": [None, "x"]}
