@@ -12,6 +12,7 @@ optimizer once per iteration.
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Callable, Sequence
 
@@ -46,12 +47,18 @@ def stage_io(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[torch.
     return [(h, y) for h, y, _ in _dry_forward(stages, x1)]
 
 
-def writes_input(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[bool]:
-    """Per stage (or per layer, given the layers), whether its forward changes its input in
-    place (a ``ReLU(inplace=True)`` first), seen in the dry forward of :func:`stage_io` by the
-    input's version counter. Such a stage is given a copy of its input
-    (:func:`copy_input_first`)."""
-    return [wrote for _, _, wrote in _dry_forward(stages, x1)]
+def writes_input(stages: Sequence[nn.Module], x2: torch.Tensor) -> list[bool]:
+    """Per stage (or per layer, given the layers), whether its training forward changes its
+    input in place (a ``ReLU(inplace=True)`` or a ``Dropout(inplace=True)`` first), seen by the
+    input's version counter in a forward of copies of the stages in training mode on ``x2``
+    (two samples: a BatchNorm in training refuses one), the random stream put back; where that
+    fails (a model that needs more samples), in the eval-mode dry forward of :func:`stage_io`.
+    Such a stage is given a copy of its input (:func:`copy_input_first`)."""
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return [wrote for *_, wrote in _dry_forward(copy.deepcopy(list(stages)), x2, training=True)]
+    except (RuntimeError, ValueError):
+        return [wrote for *_, wrote in _dry_forward(stages, x2[:1])]
 
 
 def copy_input_first(module: nn.Module) -> None:
@@ -66,14 +73,17 @@ def copy_input_first(module: nn.Module) -> None:
                                                             for a in args))
 
 
-def _dry_forward(stages: Sequence[nn.Module], x1: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
+def _dry_forward(stages: Sequence[nn.Module], x: torch.Tensor,
+                 training: bool = False) -> list[tuple[torch.Tensor, torch.Tensor, bool]]:
+    """(input, output, whether the stage changed its input) of every stage, run in eval mode
+    (or ``training``) without gradients; the modules' training flags are put back."""
     out = []
     modes = [[m.training for m in st.modules()] for st in stages]
     try:
         with torch.no_grad():
-            h = x1.clone()
+            h = x.clone()
             for st in stages:
-                st.eval()
+                st.train(training)
                 version = h._version
                 y = st(h)
                 out.append((h, y, h._version != version))

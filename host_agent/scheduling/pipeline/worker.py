@@ -101,7 +101,7 @@ class _Run:
         self.cfg, self.spec, self.rank, self.world = cfg, spec, rank, world
         stages = cut(build_layers(spec, cfg.seed), cfg.cuts)
         self.module = stages[rank]
-        if writes_input(stages, spec.make_batch(1, 0)[0])[rank]:
+        if writes_input(stages, spec.make_batch(2, 0)[0])[rank]:
             copy_input_first(self.module)
         params = list(self.module.parameters())  # a stage of pooling layers only has none
         self.opt = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum) if params else None

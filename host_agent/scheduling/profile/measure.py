@@ -117,7 +117,7 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
     # a layer that changes its input in place gets a copy, as a stage starting with it does
     # (until 2026-11-28 a ReLU(inplace=True) failed with "a leaf Variable that requires grad is
     # being used in an in-place operation")
-    for layer, writes in zip(layers, writes_input(list(layers), spec.make_batch(1, 0)[0])):
+    for layer, writes in zip(layers, writes_input(list(layers), spec.make_batch(2, 0)[0])):
         if writes:
             copy_input_first(layer)
     for b in sizes:

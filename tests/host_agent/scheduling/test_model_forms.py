@@ -149,6 +149,14 @@ def in_place_layers():
     return (build, batch, loss)
 
 
+def dropout_in_place():
+    """A Dropout(inplace=True): it changes its input in training mode only."""
+    def build():
+        torch.manual_seed(5)
+        return nn.Sequential(nn.Linear(6, 12), nn.Dropout(0.5, inplace=True), nn.Linear(12, 3))
+    return (build, batch, loss)
+
+
 def tied():
     """An input layer and an output head sharing one weight (tied weights)."""
     def build():
@@ -335,3 +343,22 @@ def test_a_batch_the_model_or_loss_fails_on_is_named_with_its_shape_and_type(mod
     with pytest.raises(ValueError, match=r"the model fails on make_batch\(8, 0\)'s input \(shape \(8, 6\), "
                                          r"torch.float16\): RuntimeError"):
         check_batch(load_model(f"{models}:half_inputs"), 8)
+
+
+def test_a_layer_that_changes_its_input_in_training_mode_only_gets_a_copy(models, tmp_path):
+    """A Dropout(inplace=True) changes its input in training mode only: the eval-mode dry
+    forward missed it, and the profiler and a stage starting with it failed with "a leaf
+    Variable that requires grad is being used in an in-place operation"."""
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.orders import schedule
+    from host_agent.scheduling.profile.measure import profile_layers
+
+    got = profile_layers(load_model(f"{models}:dropout_in_place"), [1, 2], min_s=1e-4)["layers"]
+    assert [L["name"] for L in got] == ["Linear", "Dropout", "Linear"]
+    rows = [[2, 2], [4]]
+    costs = PipelineCosts.from_arrays(4, [0.1] * 2, [0.01] * 2, send_lat=0.01)
+    cfg = StageConfig(model=f"{models}:dropout_in_place", cuts=[1], B=4, steps=2, warmup=0, schedule="ours",
+                      runs=[dict(schedule="ours", rows=rows, orders=schedule(costs, rows, "1f1b").orders),
+                            dict(schedule="torch-gpipe", M=2)])
+    out = launch.run(cfg, keep_dir=str(tmp_path / "run"))
+    assert all(len(r["losses"]) == 2 for r in out["runs"])
