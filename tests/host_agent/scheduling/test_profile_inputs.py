@@ -183,3 +183,13 @@ def test_cuts_without_a_calibration_are_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--cuts is the split of the calibration runs: it does nothing with --no-calibrate" in err
     assert not out.exists()
+
+
+def test_the_least_microbatch_is_found_below_the_smallest_size_profiled():
+    """With --sizes 2,4 vgg-mini was recorded as training only on 2 samples or more (the
+    smallest size given that ran), and no plan had a microbatch of one."""
+    from host_agent.scheduling.profile.measure import smallest_runnable
+    from tests.testsupport import user_models
+
+    assert smallest_runnable(load_model("vgg-mini"), [2, 4]) == 1
+    assert smallest_runnable(user_models.spec(), [4, 8]) == 2  # a BatchNorm1d: 2, not 4
