@@ -78,15 +78,23 @@ def umpipe_candidates(costs, fam: family.PlanFamily, k: int) -> list:
     plans than for equal ones, and its predicted gains are mostly within that, so the measured
     choice needs the equal plan beside them; the spread rule, which compares counts only, left
     it out whenever the unequal plan had as many microbatches (11,9,7,5 against 8,8,8,8).
-    Until 2026-11-28 :func:`family.plan` kept it in ``fam.top`` but the spread then dropped it."""
+    Until 2026-11-28 :func:`family.plan` kept it in ``fam.top`` but the spread then dropped it.
+
+    The family's best (``fam.best``, what ``plan umpipe`` reports: of near-ties the plan with
+    the fewest microbatches) is always one of them, and the one of ``--candidates 1``; until
+    2026-11-28 the spread started from the pool's fastest prediction instead, and a near-tie
+    with more microbatches left UMPIPE's reported plan unmeasured (vgg-mini, 3 stages: 5,7 | 5,7
+    | 12 reported, 6,6 and 12 measured). Fastest predicted first."""
     pool = family.candidate_pool(costs, fam)
+    if fam.best is not None:
+        pool = [fam.best] + [c for c in pool if not family.same_plan(c, fam.best)]
     out = spread_by_count(pool, k, lambda c: max(map(len, c.rows))) or [fam.best]
     safe = family.safe_plan(costs, fam)
     if (k >= 2 and safe is not None and not family.is_equal_split(out[0].rows)
             and not any(family.same_plan(c, safe) for c in out)):
         same = [c for c in pool if family.same_plan(c, safe)]  # the pool's copy, named as UMPIPE's
-        out = sorted(out[:k - 1] + [same[0] if same else safe], key=lambda c: c.predicted_s)
-    return out
+        out = out[:k - 1] + [same[0] if same else safe]
+    return sorted(out, key=lambda c: c.predicted_s)
 
 
 def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, mmax: int,

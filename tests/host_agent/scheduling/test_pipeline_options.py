@@ -259,3 +259,28 @@ def test_train_pipeline_says_when_it_runs_other_quotas_than_the_profiles(tmp_pat
     assert main(args + ["--quota", "0.4"]) == 0
     assert (f"note: this run's CPU quotas [0.4, 0.4] are not those {path} was measured with ([0.5, 0.25], what "
             f"saatp plan umpipe --profile plans for); --quota and --slow set them") in capsys.readouterr().out
+
+
+def test_umpipes_reported_plan_is_always_among_its_measured_candidates():
+    """plan umpipe reports fam.best (of near-ties, the fewest microbatches); train pipeline's
+    UMPIPE candidates started from the pool's fastest prediction, so a near-tie with more
+    microbatches could leave the reported plan unmeasured (and --candidates 1 ran another)."""
+    from host_agent.scheduling.costmodel import PipelineCosts
+    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.umpipe import family
+
+    c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
+                                  send_lat=0.002, tail=0.01)
+    c.info.update(static_bytes=[0.0] * 4, stash_bytes_per_sample=[1.0] * 4, cuts=[1, 2, 3])
+    fam = family.plan(c, mmax=8, pop=16, gens=5, evals=100, dual_check=False, top=3)
+    pool = family.candidate_pool(c, fam)
+    # a family whose reported best is not the fastest prediction of its pool (a near-tie won by
+    # the fewer microbatches)
+    slower = pool[1]
+    fam2 = family.PlanFamily(slower, None, None, fam.gpipe_best, fam.f1b_best, baselines=fam.baselines, top=fam.top)
+    assert not family.same_plan(cli.spread_by_count(pool, 1, lambda x: max(map(len, x.rows)))[0], slower)
+    assert family.same_plan(cli.umpipe_candidates(c, fam2, 1)[0], slower)  # --candidates 1: the model's choice
+    for k in (2, 3):
+        got = cli.umpipe_candidates(c, fam2, k)
+        assert any(family.same_plan(x, slower) for x in got) and len(got) == k
+        assert [x.predicted_s for x in got] == sorted(x.predicted_s for x in got)
