@@ -73,6 +73,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"saatp train groups: {e}", file=sys.stderr)
         return 2
     print(f"budget {res['budget']:.4g} per batch; load average {res['load_avg'][0]:.1f}")
+    r = res.get("budget_reference")
+    if r and r.get("measured_s") is not None:
+        print(f"  budget from the reference measured: LB-BSP on every process ran {r['measured_s'] * 1e3:.1f} ms per "
+              f"batch under the base quotas, the start-up model said {r['predicted_s'] * 1e3:.1f} ms "
+              f"(x{r['ratio']:.2f} on the model's budget and T_ref)")
+    elif r:
+        print(f"  budget from the start-up model alone ({r.get('skipped')})")
     print(f"{'method':12s} {'batch ms':>9s} {'cost/budget':>12s} {'acc':>6s} {'migrations':>10s} {'reacted':>7s} "
           f"{'re-plans':>8s} {'group diff':>10s}")
     for m, r in res["runs"].items():

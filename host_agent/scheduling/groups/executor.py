@@ -33,9 +33,9 @@ from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .checks import check_layers_share_no_parameter, check_model_on_data, least_batch
 from .costs import profile_layers
-from .plan import ExecPlan
+from .plan import ExecPlan, from_planner
 from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
-                      static_set)
+                      static_set, whole_replicas)
 from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu, warn_trace_not_applied
 
 
@@ -90,6 +90,31 @@ class GroupsConfig(QuotaRunOptions):
             ("V", "--V", self.V >= 0, ">= 0"),
             ("momentum", None, 0 <= self.momentum < 1, "in [0, 1)"),
             ("gmax", None, self.gmax >= 1, ">= 1")))
+
+
+REFERENCE = "_budget_reference"  # the method name (its own model state on the workers) of the reference run
+REFERENCE_ITERS = 5
+
+
+def measure_reference(ref: SlotPlanner, est0: Estimates, least: int, cfg: GroupsConfig, command) -> dict:
+    """Run LB-BSP on every process under the base quotas for :data:`REFERENCE_ITERS`
+    iterations (a model state of its own, nothing gathered) and return its measured over its
+    predicted batch time (``ratio``), by which the budget and ``T_ref`` are scaled: the
+    start-up model misses what an iteration costs beyond the layers' forward and backward
+    (the optimizer step, the bookkeeping; and the all-reduce probe is pessimistic on tiny
+    models), so a budget from it alone was 0.2-10x off for models far from the digits CNN
+    (a 1.2k-parameter MLP ran every method at 4.1-4.9x its budget; a 10.5k-parameter CNN at
+    0.09-0.14x). ``ratio`` is 1 when the plan would give a pass fewer samples than the model
+    trains on."""
+    plan0 = ref.search.baseline_plan(ref.view(est0), "lbbsp", range(cfg.world))
+    ex = whole_replicas(from_planner(plan0, ref.model.L))
+    out = dict(plan=ex.to_dict(), predicted_s=float(plan0.batch_time), measured_s=None, ratio=1.0)
+    if min(min(g.microbatches()) for g in ex.groups) < least:
+        return dict(out, skipped=f"a pass of fewer than {least} samples")
+    meas = command({"kind": "slot", "method": REFERENCE, "plan": ex.to_dict(), "iters": REFERENCE_ITERS,
+                    "gather": False, "probe": False})
+    measured = float(np.median(part_times(meas, ex)[0]))
+    return dict(out, measured_s=measured, ratio=measured / max(float(plan0.batch_time), 1e-9))
 
 
 def part_times(meas: list[dict], plan: ExecPlan) -> tuple[list[float], float, int]:
@@ -234,14 +259,18 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
         ref = SlotPlanner("lyapunov", costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
         for p in planners.values():
             p.min_microbatch = least
-        t_ref, budget = ref.set_budget(est0, quotas, np.asarray(cfg.base_quotas), cfg.budget_frac, cfg.budget_ref)
+        t_model, b_model = ref.set_budget(est0, quotas, np.asarray(cfg.base_quotas), cfg.budget_frac, cfg.budget_ref)
+        reference = measure_reference(ref, est0, least, cfg, command)
+        t_ref, budget = t_model * reference["ratio"], b_model * reference["ratio"]
         static = {}
         for m, p in planners.items():
             p.t_ref, p.budget = t_ref, budget
             if m in STATIC:
-                p.static_devices, T_s, c_s = static_set(ref, est0, quotas, np.asarray(cfg.base_quotas), budget,
+                # their sets are chosen by predicted cost: against the model's own budget
+                p.static_devices, T_s, c_s = static_set(ref, est0, quotas, np.asarray(cfg.base_quotas), b_model,
                                                         STATIC[m])
-                static[m] = dict(devices=list(p.static_devices), predicted_s=T_s, predicted_cost_over_budget=c_s / budget)
+                static[m] = dict(devices=list(p.static_devices), predicted_s=T_s,
+                                 predicted_cost_over_budget=c_s / b_model)
         est = {m: est0.copy() for m in cfg.methods}
         cur: dict[str, ExecPlan | None] = {m: None for m in cfg.methods}
         rec: dict[str, list] = {m: [] for m in cfg.methods}
@@ -334,6 +363,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
         ranks.wait(timeout_s=60)
     out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, load0)
     out["static_sets"] = static
+    out["budget_reference"] = dict(reference, model_budget=b_model)
     out["final_params"] = final  # tensors (not JSON): group 0's parameters after the last slot
     return out
 

@@ -129,7 +129,11 @@ def test_executor_replans_and_groups_stay_equal_to_one_process():
     assert slots[0]["migration_moves"] == 0 and slots[1]["migration_moves"] == 5  # the re-plan moved layers
     assert all(s["max_group_diff"] == 0.0 and s["finite"] for s in slots)  # the groups agree bit for bit
     want = _reference(64, 4, 0.01, 0.9)
+    # the budget's reference run (LB-BSP on every process, a model state of its own) trained
+    # nothing of the method's: its parameters are still one-process training's
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
+    r = res["budget_reference"]
+    assert r["measured_s"] > 0 and res["budget"] == pytest.approx(r["model_budget"] * r["ratio"])
 
 
 @pytest.mark.slow
@@ -432,6 +436,37 @@ def test_static_set_meets_the_budget_in_prediction_and_favours_speed():
     assert len(devs_b) == 1 and cost_b > budget * 1e-6
     with pytest.raises(ValueError, match="budget reference"):
         pl.set_budget(est, quotas, base, 1.0, "nope")
+
+
+def test_the_budget_reference_is_measured_lbbsp_on_every_process():
+    """The budget and T_ref are scaled by LB-BSP's measured over predicted batch time: the
+    start-up model alone was 0.2-10x off for models far from the digits CNN."""
+    from types import SimpleNamespace
+
+    from host_agent.scheduling.groups.executor import REFERENCE, measure_reference
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    base = np.array([0.4, 0.3, 0.2, 0.1])
+    pl = SlotPlanner("lyapunov", c, 128, base ** 1.2, V=10.0)
+    est = Estimates(base.copy(), sync_bw=1e9, mig_bw=1e9)
+    sent = []
+
+    def command(cmd):  # every process reports 5 iterations of 30 ms (one slower)
+        sent.append(cmd)
+        its = [[0.0, 0.03], [1.0, 1.03], [2.0, 2.09], [3.0, 3.03], [4.0, 4.03]]
+        return [dict(iters=its, migration=[0.0, 0.0], migration_moves=0) for _ in range(4)]
+
+    cfg = SimpleNamespace(world=4)
+    got = measure_reference(pl, est, 1, cfg, command)
+    want = pl.search.baseline_plan(pl.view(est), "lbbsp", range(4))
+    assert [cmd["method"] for cmd in sent] == [REFERENCE] and not sent[0]["gather"]
+    assert sorted(r for g in sent[0]["plan"]["groups"] for r in g["ranks"]) == [0, 1, 2, 3]
+    assert got["measured_s"] == pytest.approx(0.03) and got["predicted_s"] == pytest.approx(want.batch_time)
+    assert got["ratio"] == pytest.approx(0.03 / want.batch_time)
+    # a model that needs more samples per pass than LB-BSP's smallest share: no run, the model's budget
+    sent.clear()
+    got = measure_reference(pl, est, 1000, cfg, command)
+    assert got["ratio"] == 1.0 and got["measured_s"] is None and "fewer than 1000" in got["skipped"] and not sent
 
 
 def test_static_baseline_keeps_its_set_whatever_the_speeds():
