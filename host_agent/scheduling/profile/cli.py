@@ -203,6 +203,9 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
+        note = cgroups.oversubscribed(quotas)
+        if note:
+            print(note, flush=True)
         sizes = parse_sizes(args.sizes)
         cuts = parse_cuts(args.cuts) if args.cuts else None
         if cuts is not None and args.no_calibrate:  # it was dropped without a word (2026-11-28)

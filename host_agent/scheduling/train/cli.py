@@ -380,6 +380,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = load_model(args.model)
         quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)
+        note = cgroups.oversubscribed(quotas)
+        if note:
+            print(note, flush=True)
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
         M = None if args.microbatches == "best" else whole_number("--microbatches", args.microbatches, "or best")

@@ -284,3 +284,33 @@ def test_umpipes_reported_plan_is_always_among_its_measured_candidates():
         got = cli.umpipe_candidates(c, fam2, k)
         assert any(family.same_plan(x, slower) for x in got) and len(got) == k
         assert [x.predicted_s for x in got] == sorted(x.predicted_s for x in got)
+
+
+def test_stages_that_may_use_more_cpus_than_the_host_has_are_noted(tmp_path, monkeypatch, capsys):
+    """The cost model predicts each stage at its quota; stages that together may use more CPUs
+    than the host has share the cores when they compute at once (15 stages without quotas on 2
+    cores ran 80 % slower than predicted), and nothing said so."""
+    from emulation.cli import main
+    from host_agent.scheduling.pipeline.cgroups import oversubscribed
+    from host_agent.scheduling.train import cli
+
+    assert oversubscribed([0.5, 0.5, 0.5, 0.5], cores=2) is None
+    assert oversubscribed([0.3, 4.0], cores=2) is None  # above one CPU: one core (one thread)
+    assert oversubscribed([None, None, 0.5], cores=2).startswith(
+        "note: the 3 stages may use 2.5 CPUs together (a stage without a quota, or above one CPU, one core) on a host "
+        "of 2 cores")
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01], losses=[1.0])
+                                                                     for _ in cfg.runs]))
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    args = ["train", "pipeline", "--model", model, "--stages", "2", "--profile", str(path), "--batch", "6",
+            "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    assert main(args + ["--quota", "0.5"]) == 0
+    assert "may use" not in capsys.readouterr().out
+    assert main(args + ["--quota", "none"]) == 0
+    assert "note: the 2 stages may use 2 CPUs together" in capsys.readouterr().out
