@@ -156,8 +156,8 @@ def sign_test_p(wins: int, n: int) -> float:
 
 def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict | None]:
     """Each method's kept candidate after the tuning session (``measured``: :func:`summarize`'s
-    rows, in the order of ``runs``): its fastest median -- except that UMPIPE keeps its equal
-    split (:func:`umpipe_candidates`) over a faster-measured unequal plan unless the unequal
+    rows, in the order of ``runs``): its fastest median -- except that UMPIPE keeps its
+    fastest-measured equal split (:func:`umpipe_candidates`) over a faster unequal plan unless the unequal
     plan won enough paired steps (the same step, the same moment of the host's load) to pass
     a one-sided sign test at :data:`SIGN_TEST_P` (5 of 5 steps, 9 of 10). The model favours
     unequal plans by about a point, and 5 iterations cannot separate plans a few per cent
@@ -171,7 +171,9 @@ def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict
             best[r["family"]] = (r, t)
     choice = None
     u = best.get("umpipe")
-    safe = [(r, t) for r, t in zip(runs, measured) if r["family"] == "umpipe" and r.get("equal")]
+    # its fastest-measured equal split (it may have several: the count spread's and the hedge)
+    safe = sorted(((r, t) for r, t in zip(runs, measured) if r["family"] == "umpipe" and r.get("equal")),
+                  key=lambda rt: rt[1]["measured_s"])
     if u is not None and not u[0].get("equal") and safe:
         (er, et), (ur, ut) = safe[0], u
         pairs = list(zip(ut["iterations_s"], et["iterations_s"]))
