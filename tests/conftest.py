@@ -1,5 +1,6 @@
 """Fixtures shared by the whole suite."""
 import os
+import signal
 
 import pytest
 
@@ -15,6 +16,20 @@ def _compile_cache_in_tmp(tmp_path_factory):
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c_as_in_a_terminal():
+    """SIGINT raises KeyboardInterrupt, here and in the processes the tests start, as under a
+    terminal. A shell that starts the suite in the background (``.ci/run &`` without job
+    control) ignores SIGINT, the children inherit that, and Python then installs no handler:
+    the tests of Ctrl-C failed with "DID NOT RAISE KeyboardInterrupt" and exit status 0."""
+    old = signal.getsignal(signal.SIGINT)
+    if old == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if old == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, old)
 
 
 @pytest.fixture(scope="session")
