@@ -4,7 +4,6 @@ torch splits the target the same way as the input and rejects mismatched sizes).
 
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 import torch
@@ -48,51 +47,15 @@ def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B
         return loss_sum(out, tgt) / b
 
     sched = cls(stage, n_microbatches=M, loss_fn=loss_fn, scale_grads=True)
-    ops = _OpTrace(stage)
 
-    def step(x, y, trace: list | None = None) -> float:
-        """One iteration; ``trace``, when given, gets one ``(kind, j, t_wait, t_start, t_end,
-        cpu_s)`` per forward/backward chunk as :func:`.stage.run_iteration` records its ops
-        (``t_wait``: when the stage's previous op, or the step, ended -- torch posts a
-        chunk's receive only then)."""
+    def step(x, y) -> float:
         # the first stage feeds the input, the last the target (one stage: both)
         losses: list = []
         kw = dict(target=y, losses=losses) if rank == world - 1 else {}
-        ops.start(trace)
-        try:
-            if rank == 0:
-                sched.step(x, **kw)
-            else:
-                sched.step(**kw)
-        finally:
-            ops.start(None)
+        if rank == 0:
+            sched.step(x, **kw)
+        else:
+            sched.step(**kw)
         return float(sum(float(l.detach()) for l in losses)) / M if rank == world - 1 else 0.0
 
     return step
-
-
-class _OpTrace:
-    """Times a PipelineStage's chunks (``forward_one_chunk``, ``backward_one_chunk``) while a
-    trace list is set: the calibration fits torch's per-op CPU from them as it does ours."""
-
-    def __init__(self, stage):
-        self.trace: list | None = None
-        self.last = 0.0
-        for name, kind in (("forward_one_chunk", "F"), ("backward_one_chunk", "B")):
-            setattr(stage, name, self._timed(getattr(stage, name), kind))
-
-    def start(self, trace: list | None) -> None:
-        self.trace, self.last = trace, time.perf_counter()
-
-    def _timed(self, fn: Callable, kind: str) -> Callable:
-        def run(j, *args, **kwargs):
-            if self.trace is None:
-                return fn(j, *args, **kwargs)
-            t0, c0 = time.perf_counter(), time.thread_time()
-            out = fn(j, *args, **kwargs)
-            t1 = time.perf_counter()
-            self.trace.append((kind, int(j), self.last, t0, t1, time.thread_time() - c0))
-            self.last = t1
-            return out
-
-        return run

@@ -126,7 +126,7 @@ class _Run:
         c0 = time.process_time()
         t0 = time.perf_counter()
         if self.torch_step is not None:
-            loss = self.torch_step(x, y, trace=trace)
+            loss = self.torch_step(x, y)
         else:
             loss = run_iteration(self.module, self.rank, self.world, self.rows_all, self.orders_all, self.cfg.B,
                                  x, y, self.spec.loss_sum, self.shapes, trace=trace)

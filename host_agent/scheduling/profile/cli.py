@@ -237,10 +237,6 @@ def run(args: argparse.Namespace) -> int:
             f, b = st["fwd"], st["bwd"]
             print(f"  stage {s}: fwd {f['alpha'] * 1e3:.2f} + {f['beta'] * 1e3:.3f}*b ms, bwd {b['alpha'] * 1e3:.2f} + "
                   f"{b['beta'] * 1e3:.3f}*b ms (knee {f['knee']:g}), per iteration {st['tail'] * 1e3:.2f} ms")
-        for s, st in enumerate((cal.get("torch") or {}).get("stages", [])):
-            f, b = st["fwd"], st["bwd"]
-            print(f"  stage {s}, torch's schedules: fwd {f['alpha'] * 1e3:.2f} + {f['beta'] * 1e3:.3f}*b ms, bwd "
-                  f"{b['alpha'] * 1e3:.2f} + {b['beta'] * 1e3:.3f}*b ms, per iteration {st['tail'] * 1e3:.2f} ms")
         print(f"  predicted vs measured iteration times (nothing fitted to them): rms error "
               f"{cal['rms_rel_err'] * 100:.1f}%, max {cal['max_abs_rel_err'] * 100:.1f}%")
         for p in cal["points"]:

@@ -11,7 +11,7 @@ Profile JSON (written by :mod:`.cli`)::
      "link": {"latency": s, "per_byte": s, "points": [[bytes, s], ...]},
      "stage_quotas": [q or null per stage],
      "calibration": {"B", "cuts", "quotas", "stages": [{"fwd": fit, "bwd": fit, "tail": s, ...}],
-                     "points": [...], "torch": {"stages": [...], "link_latency": s}, ...}}
+                     "points": [...], ...}}
 
 All compute times are **CPU seconds** (the work an op needs; a stage's CPU quota decides how
 fast it gets done, see :mod:`..orders`).
@@ -26,11 +26,10 @@ A stage's op of b samples costs ``alpha + beta * max(b, knee)`` CPU seconds:
   layers' optimizer steps as the tail. This misses most of the per-op cost of a running
   stage (about 1 ms of CPU on the profiled host, against ~0.1 ms in a tight loop).
 
-``build(..., runtime="torch")`` is the model of torch's schedules (``ScheduleGPipe``,
-``Schedule1F1B``) on the same stages: the same op orders (torch's 1F1B warm-up of ``S - s``
-forwards is our 1F1B's), with the op CPU and the message latency the calibration measured in
-torch's own runs (``calibration["torch"]``). Without them (a profile from before 2026-11-28)
-it is our runtime's model, as it was.
+torch's schedules (``ScheduleGPipe``, ``Schedule1F1B``) are predicted with the same curves:
+the calibration's check runs of them (``calibrate.torch_runs``) show how well. A model fitted
+to torch's own runs was tried (2026-11-28) and was worse on 40 measurements (see
+docs/pipeline-runtime.md).
 
 The cost model holds *fluid* times (CPU seconds / quota) so that every evaluator works;
 ``info["cfs"]`` carries the quotas and the period for the simulation of the CFS budget.
@@ -215,29 +214,18 @@ def least_microbatch(prof: dict, B: int) -> int:
     return least
 
 
-RUNTIMES = ("ours", "torch")
-
-
 def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int] | None = None,
-          optimizer_state_factor: float = 3.0, calibrated: bool = True, runtime: str = "ours") -> PipelineCosts:
+          optimizer_state_factor: float = 3.0, calibrated: bool = True) -> PipelineCosts:
     """Cost model for stages on the given quotas (``cuts`` chosen by :func:`choose_cuts` if
     None). ``info`` records cuts, quotas, the CFS budget, per-stage static memory (parameters,
     gradients and the optimizer's momentum: ``optimizer_state_factor`` x parameter bytes) and
-    stashed bytes per sample, for memory limits. ``runtime="torch"``: torch's schedules' op
-    CPU and message latency where the calibration measured them (``info["runtime"]`` says
-    which model it is)."""
-    if runtime not in RUNTIMES:
-        raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+    stashed bytes per sample, for memory limits."""
     S = len(quotas)
     quotas = list(quotas)
     cal = prof.get("calibration") if calibrated else None
     if cuts is None and cal and len(cal.get("cuts", [])) == S - 1:
         cuts = cal["cuts"]  # the split the calibration ran on
     cuts = list(choose_cuts(prof, quotas, B) if cuts is None else cuts)
-    if runtime == "torch" and cal and len((cal.get("torch") or {}).get("stages", [])) == S:
-        cal = dict(cal, stages=cal["torch"]["stages"], link_latency=cal["torch"].get("link_latency") or cal.get("link_latency"))
-    else:
-        runtime = "ours"
     layers = prof["cpu"]["layers"]
     L = len(layers)
     bounds = [0, *cuts, L]
@@ -267,7 +255,7 @@ def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int
     if use_cal and cal.get("link_latency") is not None:
         sl = [float(cal["link_latency"])] * S
     info = dict(workload=prof["model"], cuts=cuts, quotas=quotas, static_bytes=static,
-                stash_bytes_per_sample=stash, profile=True, calibrated=use_cal, runtime=runtime if use_cal else "ours")
+                stash_bytes_per_sample=stash, profile=True, calibrated=use_cal)
     # the smallest microbatch the model trains on at all (BatchNorm needs 2): no plan may use less
     least = int(prof.get("min_microbatch", 1))
     if least > 1:

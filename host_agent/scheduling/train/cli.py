@@ -98,12 +98,10 @@ def umpipe_candidates(costs, fam: family.PlanFamily, k: int) -> list:
 
 
 def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, mmax: int,
-                   M: int | None = None, limit=None, torch_costs=None) -> list[dict]:
+                   M: int | None = None, limit=None) -> list[dict]:
     """Each method's ``k`` candidates by the cost model (:func:`spread_by_count` of its fastest
     plans), each with its predicted time and memory. With ``M`` the baselines run that
-    microbatch count only. torch's schedules are chosen and predicted by ``torch_costs`` (the
-    model of torch's runtime, :func:`..profile.costs.build` with ``runtime="torch"``), else by
-    ``costs``."""
+    microbatch count only."""
     B, S = costs.B, costs.S
     runs = []
     for sch in schedules:
@@ -129,8 +127,7 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
             if sch == "torch-1f1b" and m < S:
                 raise ValueError(f"torch-1f1b needs M >= stages ({S}), got M={m}")
             rows = [equal_sizes(B, m)] * S
-            cand = family.evaluate(torch_costs if sch in TORCH_SCHEDULES and torch_costs is not None else costs,
-                                   rows, kind, limit=limit)
+            cand = family.evaluate(costs, rows, kind, limit=limit)
             if cand.fits:
                 cands.append((cand.predicted_s, m, rows, cand))
         cands.sort(key=lambda x: x[0])
@@ -446,14 +443,7 @@ def run(args: argparse.Namespace) -> int:
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,
                           top=4 * max(args.candidates, 1))  # spread_by_count picks from these
         plan_s = time.time() - t0
-        torch_costs = None
-        if set(schedules) & set(TORCH_SCHEDULES):
-            torch_costs = profile_costs.build(prof, args.batch, quotas, costs.info["cuts"], runtime="torch")
-            if costs.info.get("calibrated") and torch_costs.info.get("runtime") != "torch":
-                print("note: the profile's calibration has no runs of torch's schedules (a profile from before "
-                      "2026-11-28, or B has no two microbatch counts torch can run): they are predicted as our "
-                      "runtime's GPipe/1F1B", flush=True)
-        runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit, torch_costs)
+        runs = candidate_runs(costs, fam, schedules, args.candidates, args.mmax, M, limit)
         if not runs:
             raise ValueError("no schedule fits the memory limits" if limit else "no schedule has a feasible plan")
         left = [s for s in schedules if s not in {r["family"] for r in runs}]

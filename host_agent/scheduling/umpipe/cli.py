@@ -255,9 +255,8 @@ def run_profile(args: argparse.Namespace) -> int:
         limit = [args.memory_limit * 2**20] * costs.S if args.memory_limit else None
         fam = family.plan(costs, mmax=mm, limit=limit, seed=args.seed, pop=pop, gens=gens,
                           dual_check=not args.single)
-        tc = profile_costs.build(prof, B, quotas, costs.info["cuts"], runtime="torch")
         torch_best = {sch: family.best_of(family.equal_candidates(
-            tc, kind, [m for m in range(1, mm + 1) if can_run(sch, m, B, costs.S)], limit))
+            costs, kind, [m for m in range(1, mm + 1) if can_run(sch, m, B, costs.S)], limit))
             for sch, kind in (("torch-gpipe", "fill-drain"), ("torch-1f1b", "1f1b"))}
     except (ValueError, OSError, KeyError) as e:
         print(f"saatp plan umpipe: {e}", file=sys.stderr)
@@ -265,8 +264,8 @@ def run_profile(args: argparse.Namespace) -> int:
     print(f"{prof['model']} from {args.profile}: B={B}, cuts {costs.info['cuts']}, quotas {quotas}, "
           f"calibrated={costs.info['calibrated']}" + (f", memory limit {args.memory_limit:g} MB/stage" if limit else ""))
     print(f"{'plan':28s} {'predicted ms':>12s} {'peak MB':>9s} fits  microbatches per stage")
-    # torch's schedules: M dividing B (1F1B: M >= S), predicted by the model of torch's runtime
-    # when the profile's calibration ran them (profile.costs.build(runtime="torch"))
+    # torch's schedules: M dividing B (1F1B: M >= S), predicted with our runtime's curves (the
+    # profile's calibration checks them on two runs of torch's schedules)
     rows = [fam.best, fam.fill_drain, fam.one_f_one_b, fam.gpipe_best, fam.f1b_best, *torch_best.values()]
     names = ["UMPIPE (best of family)", "UMPIPE fill-drain", "UMPIPE 1F1B", "GPipe best M", "1F1B best M",
              "torch GPipe best M", "torch 1F1B best M"]
@@ -277,8 +276,6 @@ def run_profile(args: argparse.Namespace) -> int:
         mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
         print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "
               f"{c.method}: {c.describe()}")
-    if tc.info.get("runtime") != "torch":
-        print("(torch's schedules predicted as our runtime's: the profile's calibration has no runs of them)")
     if fam.best is None and limit:
         print(family.no_fit_message(costs, args.memory_limit, mm))
     if fam.dual is not None:
@@ -289,7 +286,7 @@ def run_profile(args: argparse.Namespace) -> int:
                 json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas,
                                memory_limit_mb=args.memory_limit, mmax=mm, seed=args.seed, pop=pop, gens=gens,
                                torch_best={k: None if c is None else c.public() for k, c in torch_best.items()},
-                               torch_model=tc.info.get("runtime"), **fam.public()), fh, indent=1)
+                               **fam.public()), fh, indent=1)
             print(f"wrote {args.json}")
         if args.plot:
             if plot_family(costs, fam, args.plot, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
