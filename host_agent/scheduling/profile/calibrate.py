@@ -60,20 +60,20 @@ def _runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
     return runs
 
 
-TORCH_FIT_M = (2, 8)  # torch's GPipe at the least count from 2 up, its 1F1B at the most up to 8 (check runs)
+TORCH_CHECK_M = (2, 8)  # torch's GPipe at the least count from 2 up, its 1F1B at the most up to 8 (check runs)
 
 
 def torch_runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
     """torch's two schedules, one run each, at two of the counts of ``Ms`` torch can run (M
     dividing B; 1F1B also M >= S): GPipe at the least from 2 up, 1F1B at the most up to 8
-    (:data:`TORCH_FIT_M`), around the counts that win; none when no two such counts exist.
+    (:data:`TORCH_CHECK_M`), around the counts that win; none when no two such counts exist.
     ``rows``/``orders`` describe the run for the model (torch's 1F1B runs our 1F1B order:
     ``S - s`` forwards in flight)."""
     B, S = costs.B, costs.S
     ok = {sch: [m for m in Ms if can_run(sch, m, B, S)] for sch in TORCH_SCHEDULES}
     if not ok["torch-gpipe"] or not ok["torch-1f1b"]:
         return []
-    lo, hi = TORCH_FIT_M
+    lo, hi = TORCH_CHECK_M
     picks = {"torch-gpipe": min([m for m in ok["torch-gpipe"] if m >= lo] or ok["torch-gpipe"]),
              "torch-1f1b": max([m for m in ok["torch-1f1b"] if m <= hi] or ok["torch-1f1b"][:1])}
     if picks["torch-gpipe"] == picks["torch-1f1b"]:

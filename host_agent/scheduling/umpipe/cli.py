@@ -8,14 +8,13 @@ compare with GPipe, PipeDream(-Flush), local greedy and global greedy DP.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
 import numpy as np
 
 from ..costmodel import PipelineCosts, simulate
-from ..result_files import check_result_files
+from ..result_files import check_result_files, write_json
 from . import baselines as bl
 from .dgap import DGAP
 from .scenarios import DEFAULT_SCENARIO, SCENARIOS, scenario
@@ -282,11 +281,11 @@ def run_profile(args: argparse.Namespace) -> int:
         print(dual_line(fam.dual))
     try:
         if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas,
-                               memory_limit_mb=args.memory_limit, mmax=mm, seed=args.seed, pop=pop, gens=gens,
-                               torch_best={k: None if c is None else c.public() for k, c in torch_best.items()},
-                               **fam.public()), fh, indent=1)
+            write_json(args.json, dict(model=prof["model"], B=B, cuts=costs.info["cuts"], quotas=quotas,
+                                       memory_limit_mb=args.memory_limit, mmax=mm, seed=args.seed, pop=pop,
+                                       gens=gens, torch_best={k: None if c is None else c.public()
+                                                              for k, c in torch_best.items()},
+                                       **fam.public()))
             print(f"wrote {args.json}")
         if args.plot:
             if plot_family(costs, fam, args.plot, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
@@ -410,8 +409,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print_table(out)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(public(out), fh, indent=1)
+        write_json(args.json, public(out))
         print(f"wrote {args.json}")
     if args.plot:
         plot_gantt(out, args.plot)

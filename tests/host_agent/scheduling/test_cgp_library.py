@@ -468,10 +468,9 @@ def test_an_interrupted_train_cgp_keeps_the_methods_that_finished(tmp_path, monk
     """Ctrl-C (or SIGTERM) during the third method: the two finished ones are written to --json,
     marked with the method interrupted and those not run; the command still ends as interrupted."""
     import json
-    import signal
 
-    from emulation.cli import main
     from host_agent.scheduling.cgp import train_cli
+    from testsupport.interrupted_cli import run_interrupted
     calls = []
 
     def fake_train_cgp(model, data, cfg, target_acc, log_dir):
@@ -481,18 +480,7 @@ def test_an_interrupted_train_cgp_keeps_the_methods_that_finished(tmp_path, monk
         return {"mode": cfg.mode, "final_acc": 0.5}
     monkeypatch.setattr(train_cli, "train_cgp", fake_train_cgp)
     out = tmp_path / "new" / "cgp.json"
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        argv = ["train", "cgp", "--method", "all", "--no-cgroups", "--json", str(out)]
-        if stop == "ctrl-c":
-            assert main(argv) == 130
-        else:
-            with pytest.raises(SystemExit) as e:
-                main(argv)
-            assert e.value.code == 143
-    finally:
-        for s, h in handlers.items():
-            signal.signal(s, h)
+    run_interrupted(["train", "cgp", "--method", "all", "--no-cgroups", "--json", str(out)], stop)
     res = json.loads(out.read_text())
     assert list(res["runs"]) == calls[:2] and [r["mode"] for r in res["runs"].values()] == calls[:2]
     assert res["interrupted"] == calls[2] and res["not_run"][0] == calls[2]

@@ -347,10 +347,8 @@ def test_an_interrupted_groups_run_carries_the_slots_every_method_finished(tmp_p
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
 def test_an_interrupted_train_groups_writes_the_finished_slots_to_json(tmp_path, monkeypatch, capsys, stop):
-    import signal
-
-    from emulation.cli import main
     from host_agent.scheduling.groups import executor
+    from testsupport.interrupted_cli import run_interrupted
 
     def interrupted_run(cfg, progress=None, log_dir=None):
         e = KeyboardInterrupt() if stop == "ctrl-c" else SystemExit(143)
@@ -358,18 +356,7 @@ def test_an_interrupted_train_groups_writes_the_finished_slots_to_json(tmp_path,
         raise e
     monkeypatch.setattr(executor, "run", interrupted_run)
     out = tmp_path / "new" / "groups.json"
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        argv = ["train", "groups", "--planner", "bsp", "--no-cgroups", "--json", str(out)]
-        if stop == "ctrl-c":
-            assert main(argv) == 130
-        else:
-            with pytest.raises(SystemExit) as e:
-                main(argv)
-            assert e.value.code == 143
-    finally:
-        for s, h in handlers.items():
-            signal.signal(s, h)
+    run_interrupted(["train", "groups", "--planner", "bsp", "--no-cgroups", "--json", str(out)], stop)
     assert json.loads(out.read_text())["interrupted"] == {"slots_done": 2, "slots": 12}
     assert (f"saatp train groups: interrupted; the 2 of 12 slots every method finished are in {out}"
             in capsys.readouterr().err)
