@@ -248,7 +248,19 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     by = {}
     for r in runs:
         by.setdefault(r["family"], []).append(r)
+    # UMPIPE also measures, in our runtime, the equal split of every (order, count) a baseline
+    # measures, so that no baseline can keep a configuration UMPIPE's tuning did not see
+    extra = [r for r in by["umpipe"] if r.get("as_baseline")]
+    by["umpipe"] = [r for r in by["umpipe"] if not r.get("as_baseline")]
     assert sorted(by) == sorted(cli.SCHEDULES) and all(len(v) == 3 for v in by.values())
+    measured = {(r["kind"], str([list(x) for x in r["rows"]])) for r in by["umpipe"] + extra}
+    for f in cli.BASELINES:
+        for r in by[f]:
+            assert (r["kind"], str([cli.equal_sizes(24, r["M"])] * 4)) in measured, r["label"]
+    assert extra and all(r["equal"] and r["schedule"] == "ours" for r in extra)
+    assert len(measured) == len(by["umpipe"]) + len(extra)  # none measured twice
+    assert runs.index(extra[0]) == runs.index(by["umpipe"][-1]) + 1  # listed with UMPIPE's own
+    assert not any(r.get("as_baseline") for r in cli.candidate_runs(c, fam, ["umpipe", "torch-1f1b"], 1, 8))
     assert all(24 % r["M"] == 0 for f in ("torch-gpipe", "torch-1f1b") for r in by[f])
     assert all(r["M"] >= 4 for r in by["torch-1f1b"])
     for f in ("gpipe", "1f1b", "umpipe"):  # the model's best first
