@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""What a pipeline message costs: the runtime's wire format (header and payload in one send,
-``pipeline/wire.py``) against the earlier format of two sends (an int64 header, then the
-payload), in the same script, on the same two gloo processes.
+"""What a pipeline message costs: the runtime's wire format (the tensor's float32 values sent
+as they are, received into a kept buffer, ``pipeline/wire.py``) against the two earlier
+formats, in the same script, on the same two gloo processes:
+
+* ``header copy`` (until 2026-11-28): one float32 buffer, freshly allocated per message, a
+  header ``(start, ndim, dims)`` then a copy of the payload;
+* ``two sends`` (until 2026-11-27): an int64 header message, then the payload.
 
 Two processes ping-pong an activation: rank 0 sends it, rank 1 receives it and sends it back.
 Per round trip each side sends one message and receives one. Reported per format and tensor
 shape: process CPU per round trip on each side (what a stage under a CPU quota pays at its
-quota's pace: gloo's threads included), wall time per round trip, and the ratio of the two
-formats. The formats alternate ``--repeat`` times so a change in the host's load hits both.
+quota's pace: gloo's threads included), wall time per round trip, and each format's CPU and
+wall time over the current one's. The formats alternate ``--repeat`` times so a change in the
+host's load hits all alike.
 
     .venv/bin/python scripts/bench_wire.py [--rounds 2000] [--repeat 3] [--shape 8x64x8x8 ...]
 """
@@ -30,11 +35,13 @@ from host_agent.scheduling.pipeline import wire  # noqa: E402
 from host_agent.scheduling.rank_processes import free_port  # noqa: E402
 
 TAG = 3
+HEADER = 8  # the earlier formats' header: start, ndim, up to 6 dims
+FORMATS = ("as is", "header copy", "two sends")
 
 
 def _two_sends(t: torch.Tensor, dst: int) -> None:
-    """The earlier format: an int64 header (start, ndim, dims), then the payload."""
-    h = torch.zeros(wire.HEADER, dtype=torch.int64)
+    """The format until 2026-11-27: an int64 header (start, ndim, dims), then the payload."""
+    h = torch.zeros(HEADER, dtype=torch.int64)
     h[1] = t.dim()
     h[2:2 + t.dim()] = torch.tensor(t.shape)
     works = [dist.isend(h, dst, tag=TAG), dist.isend(t.contiguous(), dst, tag=TAG)]
@@ -43,7 +50,7 @@ def _two_sends(t: torch.Tensor, dst: int) -> None:
 
 
 def _two_recvs(src: int, shape: tuple[int, ...]) -> torch.Tensor:
-    h = torch.empty(wire.HEADER, dtype=torch.int64)
+    h = torch.empty(HEADER, dtype=torch.int64)
     t = torch.empty(shape)
     works = [dist.irecv(h, src, tag=TAG), dist.irecv(t, src, tag=TAG)]
     for w in works:
@@ -51,26 +58,46 @@ def _two_recvs(src: int, shape: tuple[int, ...]) -> torch.Tensor:
     return t
 
 
+def _header_send(t: torch.Tensor, dst: int) -> None:
+    """The format until 2026-11-28: one fresh float32 buffer, header then a copy of the payload."""
+    buf = torch.empty(HEADER + t.numel(), dtype=torch.float32)
+    head = [0.0, float(t.dim()), *map(float, t.shape)]
+    buf[:HEADER] = torch.tensor(head + [0.0] * (HEADER - len(head)))
+    buf[HEADER:].view(t.shape).copy_(t)
+    dist.isend(buf, dst, tag=TAG).wait()
+
+
+def _header_recv(src: int, shape: tuple[int, ...]) -> torch.Tensor:
+    buf = torch.empty(HEADER + math.prod(shape), dtype=torch.float32)
+    dist.recv(buf, src, tag=TAG)
+    head = buf[:HEADER].tolist()
+    assert [int(d) for d in head[2:2 + int(head[1])]] == list(shape)
+    return buf[HEADER:].view(shape)
+
+
 def _side(rank: int, port: int, fmt: str, shape: tuple[int, ...], rounds: int, out) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
     t = torch.randn(shape)
     peer = 1 - rank
+    bufs = wire.Buffers()
+
+    def current_recv() -> torch.Tensor:  # as the runtime receives: a kept buffer, the sentinel checked
+        box = wire.Inbox(peer, TAG, [(0, shape[0])], tuple(shape[1:]), bufs)
+        got = box.take(0, shape[0])
+        box.close()
+        return got
+
+    send, recv = {"as is": (lambda x: wire.isend(x, peer, TAG)[0].wait(), current_recv),
+                  "header copy": (lambda x: _header_send(x, peer), lambda: _header_recv(peer, shape)),
+                  "two sends": (lambda x: _two_sends(x, peer), lambda: _two_recvs(peer, shape))}[fmt]
 
     def once() -> None:
-        if fmt == "one":
-            if rank == 0:
-                wire.isend(t, 0, peer, TAG)[0].wait()
-                wire.recv(peer, TAG, shape)
-            else:
-                _, got = wire.recv(peer, TAG, shape)
-                wire.isend(got, 0, peer, TAG)[0].wait()
+        if rank == 0:
+            send(t)
+            recv()
         else:
-            if rank == 0:
-                _two_sends(t, peer)
-                _two_recvs(peer, shape)
-            else:
-                _two_sends(_two_recvs(peer, shape), peer)
+            send(recv())
 
     for _ in range(20):
         once()
@@ -109,17 +136,17 @@ def main() -> int:
     print(f"load average {load}; {a.rounds} round trips x {a.repeat} repeats per format and shape")
     print(f"{'shape':>12} {'KiB':>6} {'format':>15} {'CPU us r0':>10} {'CPU us r1':>10} {'wall us':>8}")
     for shape in shapes:
-        res: dict[str, list] = {"one": [], "two": []}
+        res: dict[str, list] = {f: [] for f in FORMATS}
         for _ in range(a.repeat):
-            for fmt in ("two", "one"):
+            for fmt in FORMATS[::-1]:
                 res[fmt].append(_measure(fmt, shape, a.rounds))
         med = {f: [statistics.median(r[i] for r in v) * 1e6 for i in range(3)] for f, v in res.items()}
         kib = math.prod(shape) * 4 / 1024
-        for f, label in (("two", "header+payload"), ("one", "one message")):
+        now = med["as is"]
+        for f in FORMATS:
             c0, c1, w = med[f]
-            print(f"{'x'.join(map(str, shape)):>12} {kib:6.0f} {label:>15} {c0:10.0f} {c1:10.0f} {w:8.0f}")
-        ratio_cpu = (med["one"][0] + med["one"][1]) / (med["two"][0] + med["two"][1])
-        print(f"{'':>12} {'':>6} {'one / two':>15} CPU {ratio_cpu:.2f}, wall {med['one'][2] / med['two'][2]:.2f}")
+            ratio = "" if f == "as is" else f"  / as is: CPU {(c0 + c1) / (now[0] + now[1]):.2f}, wall {w / now[2]:.2f}"
+            print(f"{'x'.join(map(str, shape)):>12} {kib:6.0f} {f:>15} {c0:10.0f} {c1:10.0f} {w:8.0f}{ratio}")
     return 0
 
 

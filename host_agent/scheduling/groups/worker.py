@@ -40,6 +40,7 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
+from ..pipeline.wire import Buffers
 from ..progress import Heartbeat
 from ..rank_processes import join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
@@ -101,6 +102,7 @@ class Worker:
         self.lr, self.momentum = float(cfg["lr"]), float(cfg["momentum"])
         self.states: dict[str, MethodState] = {}
         self.quota: float | None = None  # this process's CPU quota in the current slot (None: no cgroup)
+        self.buffers = Buffers()  # pipeline message buffers, kept across iterations (wire.Buffers)
         self.pgs: dict[tuple[int, ...], object] = {}
         torch.manual_seed(1)
         self.probe_model = digits.model_from(cfg["model"])
@@ -260,7 +262,7 @@ class Worker:
         clock, ops = [0.0], []
         tr0 = tick()
         loss = run_iteration(module, k, K, [rows] * K, [order] * K, grp.share, x, y, digits.loss_sum, shapes,
-                             peers=grp.ranks, clock=clock, trace=ops)
+                             peers=grp.ranks, clock=clock, trace=ops, buffers=self.buffers)
         # the compute at the pace the quota sustains: a pass after a wait (for the other stages,
         # the all-reduce) runs at full speed on the CPU budget the wait left in the quota's period
         compute = cgroups.quota_paced(clock[0], sum(op[5] for op in ops), self.quota)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from .wire import TAG_ACT, TAG_GRAD, Inbox, isend
+from .wire import TAG_ACT, TAG_GRAD, Buffers, Inbox, isend
 
 
 def _starts(rows: Sequence[int]) -> list[int]:
@@ -99,7 +99,8 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
                   orders_all: Sequence[Sequence[tuple[str, int]]], B: int, x: torch.Tensor | None,
                   y: torch.Tensor | None, loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                   shapes: Sequence[tuple[int, ...]], peers: Sequence[int] | None = None,
-                  clock: list[float] | None = None, trace: list | None = None) -> float:
+                  clock: list[float] | None = None, trace: list | None = None,
+                  buffers: Buffers | None = None) -> float:
     """Run stage ``rank``'s ops of the plan (every stage's rows and orders: a stage posts its
     receives from what its neighbours will send); returns the summed loss on the last stage
     (0.0 elsewhere). ``x`` is needed on stage 0, ``y`` on the last stage; ``shapes[s]`` is
@@ -108,7 +109,9 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
     given, accumulates the seconds spent in this stage's forward and backward computations.
     ``trace``, when given, gets one ``(kind, j, t_take, t_start, t_end, cpu_s)`` per op: when
     the op began waiting for its input, when its computation started and ended (after the send
-    was posted), on the shared monotonic clock, and the thread CPU seconds of the computation."""
+    was posted), on the shared monotonic clock, and the thread CPU seconds of the computation.
+    ``buffers``, when given, keeps the receive buffers for the next iteration of the same plan
+    (:class:`~.wire.Buffers`: fresh ones cost page faults)."""
     last = rank == world - 1
     peers = list(range(world)) if peers is None else list(peers)
     tick = time.perf_counter
@@ -117,9 +120,10 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
     if starts[-1] != B:
         raise ValueError(f"stage {rank}: microbatch sizes {list(rows)} do not sum to B={B}")
     acts = Inbox(peers[rank - 1], TAG_ACT, _messages(rows_all[rank - 1], orders_all[rank - 1], "F"),
-                 shapes[rank - 1]) if rank > 0 else None
+                 shapes[rank - 1], buffers) if rank > 0 else None
     grads = Inbox(peers[rank + 1], TAG_GRAD, _messages(rows_all[rank + 1], orders_all[rank + 1], "B"),
-                  shapes[rank]) if not last else None
+                  shapes[rank], buffers) if not last else None
+
     saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     pending: list = []
     total = 0.0
@@ -142,7 +146,7 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
             if clock is not None:
                 clock[0] += tick() - t0
             if not last:
-                pending += isend(out, a, peers[rank + 1], TAG_ACT)
+                pending += isend(out, peers[rank + 1], TAG_ACT)
             saved[j] = (inp, out)
         elif kind == "B":
             inp, out = saved.pop(j)
@@ -160,8 +164,7 @@ def run_iteration(module: nn.Module, rank: int, world: int, rows_all: Sequence[S
             if clock is not None:
                 clock[0] += tick() - t0
             if rank > 0:
-                pending += isend(inp.grad if inp.grad is not None else torch.zeros_like(inp), a, peers[rank - 1],
-                                 TAG_GRAD)
+                pending += isend(inp.grad if inp.grad is not None else torch.zeros_like(inp), peers[rank - 1], TAG_GRAD)
         else:
             raise ValueError(f"unknown op {kind!r}")
         if trace is not None:

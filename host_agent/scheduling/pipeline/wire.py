@@ -1,15 +1,31 @@
-"""Tensors with a small header over torch.distributed point-to-point messages.
+"""Tensors over torch.distributed point-to-point messages, between pipeline stages.
 
-A message is **one** float32 send: a header of :data:`HEADER` values ``(start, ndim, dims...)``
-(``start`` is the index of the first sample in the minibatch, so the receiver can re-chunk),
-then the payload. Sample indices and dimensions are exact in float32 below 2**24
-(:data:`MAX_EXACT`). One message instead of a header message and a payload message halves what
-gloo pays per transfer: about 100 µs of CPU on each side per message on this host
-(``scripts/bench_wire.py``), which a stage under a CPU quota pays at its quota's pace.
+A message is the tensor's values as float32, sent as they are: no header, and no copy when
+the tensor is already contiguous float32 (a stage's output, an input gradient). The receiver
+knows from the plan which samples each message holds and their shape (:class:`Inbox` takes
+the sender's rows and op order; :func:`recv` a shape), so it receives into a buffer of
+exactly that size. Messages between a pair of ranks on one tag arrive in order.
 
-Messages between a pair of ranks on one tag arrive in order. :class:`Inbox`, used by the
-runtime, knows the sender's plan and posts every receive of an iteration up front, checking
-each header against the plan; :func:`recv` receives one message of a known shape.
+**A message of the wrong size is an error.** gloo writes a shorter message into a larger
+buffer without a word, so the buffer's last value is set to a signalling NaN
+(:data:`SENTINEL_BITS`, a bit pattern no arithmetic produces: a NaN result is quiet) before
+the receive is posted, and still holding it afterwards means the message was short
+(:func:`check_full`). A longer message aborts gloo's receiving process (SIGABRT), which the
+launcher reports as that rank's exit; the ``saatp`` backend refuses any size mismatch with a
+``SAATPError`` naming both sizes.
+
+Until 2026-11-28 every message was one float32 buffer with a header ``(start, ndim, dims)``
+copied in front of the payload, checked on arrival. The copy, into a freshly allocated
+buffer, cost vgg-mini's second stage 2.0 ms of CPU per iteration (4 microbatches of 8),
+where torch's ``PipelineStage`` (which sends the tensor itself) spent 9.4-9.8 ms in all;
+under that stage's 0.15-CPU quota, 1F1B at M = 4 ran 4.6 % slower than torch's
+``Schedule1F1B`` (13 of 40 paired steps faster). ``scripts/bench_wire.py`` compares the
+formats.
+
+**Buffers are kept from one iteration to the next** (:class:`Buffers`, one per schedule a
+process runs): a message's receive buffer is the one of the same message in the previous
+iteration. A buffer above glibc's mmap threshold is a fresh mapping each time it is
+allocated, and the first write to each of its pages faults.
 """
 
 from __future__ import annotations
@@ -19,51 +35,63 @@ import math
 import torch
 import torch.distributed as dist
 
-HEADER = 8  # start, ndim, up to 6 dims
-MAX_EXACT = 1 << 24  # integers up to here are exact in float32
 TAG_ACT = 1  # activations, stage s -> s+1
 TAG_GRAD = 2  # input gradients, stage s+1 -> s
+SENTINEL_BITS = 0x7FA5A5A5  # a signalling NaN: what a receive buffer's last value holds until written
 
 
-def pack(t: torch.Tensor, start: int) -> torch.Tensor:
-    """One float32 buffer: the header for samples ``start..`` of ``t``, then ``t``'s values."""
-    if t.dim() > HEADER - 2:
-        raise ValueError(f"tensor has {t.dim()} dims; the header holds at most {HEADER - 2}")
-    if not 0 <= start < MAX_EXACT or any(d >= MAX_EXACT for d in t.shape):
-        raise ValueError(f"start {start} or shape {list(t.shape)} not below {MAX_EXACT} (exact in float32)")
-    buf = torch.empty(HEADER + t.numel(), dtype=torch.float32)
-    head = [float(start), float(t.dim()), *map(float, t.shape)]
-    buf[:HEADER] = torch.tensor(head + [0.0] * (HEADER - len(head)))
-    buf[HEADER:].view(t.shape).copy_(t.detach())
-    return buf
+class Buffers:
+    """Receive buffers kept across iterations: ``take(key, n)`` returns the float32 buffer of
+    ``n`` values last taken under ``key`` (a new one the first time, or when ``n`` changed).
+    A key names one message of an iteration (peer, tag, index); the caller must not take a key
+    again before the previous use of its buffer is over (the runtime consumes every receive
+    before its iteration returns)."""
+
+    def __init__(self):
+        self._held: dict = {}
+
+    def take(self, key, n: int) -> torch.Tensor:
+        buf = self._held.get(key)
+        if buf is None or buf.numel() != n:
+            buf = self._held[key] = torch.empty(n, dtype=torch.float32)
+        return buf
 
 
-def unpack(buf: torch.Tensor) -> tuple[int, list[int], torch.Tensor]:
-    """(start, shape, payload view) of a received buffer; raises on a header that does not
-    describe the buffer."""
-    head = buf[:HEADER].tolist()
-    nd = int(head[1])
-    dims = [int(d) for d in head[2:2 + nd]] if 0 < nd <= HEADER - 2 else []
-    if not dims or math.prod(dims) != buf.numel() - HEADER or int(head[0]) != head[0] or head[0] < 0:
-        raise RuntimeError(f"bad pipeline message header: {head}")
-    return int(head[0]), dims, buf[HEADER:].view(dims)
+def as_message(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s values as a contiguous float32 tensor: ``t`` itself (detached) when it is one."""
+    t = t.detach()
+    if t.dtype != torch.float32:
+        t = t.to(torch.float32)
+    return t.contiguous()
 
 
-def isend(t: torch.Tensor, start: int, dst: int, tag: int) -> list:
-    """Send ``t`` (as float32) as samples ``start..``; returns the work handle and the buffer,
-    which must stay alive until the handle is waited on."""
-    buf = pack(t, start)
+def isend(t: torch.Tensor, dst: int, tag: int) -> list:
+    """Send ``t``'s values (as float32); returns the work handle and the tensor sent, which
+    must stay alive and unchanged until the handle is waited on."""
+    buf = as_message(t)
     return [dist.isend(buf, dst, tag=tag), buf]
 
 
-def recv(src: int, tag: int, shape: tuple[int, ...]) -> tuple[int, torch.Tensor]:
-    """Receive one message whose tensor has ``shape``: ``(start, tensor)``."""
-    buf = torch.empty(HEADER + math.prod(shape), dtype=torch.float32)
+def armed(buf: torch.Tensor) -> torch.Tensor:
+    """``buf`` with its last value set to the sentinel (:func:`check_full` reads it)."""
+    if buf.numel():
+        buf.view(torch.int32)[-1] = SENTINEL_BITS
+    return buf
+
+
+def check_full(buf: torch.Tensor, src: int, what: str) -> None:
+    """Raise if the message received into ``buf`` (:func:`armed` first) was shorter than it."""
+    if buf.numel() and int(buf.view(torch.int32)[-1]) == SENTINEL_BITS:
+        raise RuntimeError(f"message from rank {src} is shorter than {what} ({buf.numel()} values): the ranks' "
+                           f"plans or shapes differ")
+
+
+def recv(src: int, tag: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """Receive one message whose tensor has ``shape``."""
+    buf = armed(torch.empty(math.prod(shape), dtype=torch.float32))
     dist.recv(buf, src, tag=tag)
-    start, dims, t = unpack(buf)
-    if dims != list(shape):
-        raise RuntimeError(f"message from rank {src} has shape {dims}, expected {list(shape)}")
-    return start, t
+    check_full(buf, src, f"a tensor of shape {list(shape)}")
+    return buf.view(shape)
 
 
 class Inbox:
@@ -73,13 +101,18 @@ class Inbox:
     (``msgs`` = [(start, count), ...]), and the per-sample shape; it posts every receive at
     once (``irecv``), so a transfer proceeds as soon as the peer sends, never waiting for
     this process to reach its blocking receive. ``take(a, b)`` waits for messages in order
-    until samples [a, b) are there; each header is checked against the plan."""
+    until samples [a, b) are there. With ``buffers`` the receive buffers are those of the
+    previous iteration's same messages."""
 
-    def __init__(self, src: int, tag: int, msgs: list[tuple[int, int]], sample_shape: tuple[int, ...]):
+    def __init__(self, src: int, tag: int, msgs: list[tuple[int, int]], sample_shape: tuple[int, ...],
+                 buffers: Buffers | None = None):
         self.src = src
         self.posted = []
-        for start, count in msgs:
-            buf = torch.empty(HEADER + count * math.prod(sample_shape), dtype=torch.float32)
+        per = math.prod(sample_shape)
+        for i, (start, count) in enumerate(msgs):
+            n = count * per
+            buf = armed(torch.empty(n, dtype=torch.float32) if buffers is None
+                        else buffers.take((src, tag, i), n))
             self.posted.append((start, [count, *sample_shape], buf, dist.irecv(buf, src, tag=tag)))
         self.next = 0
         self.pieces: list[tuple[int, torch.Tensor]] = []
@@ -90,14 +123,8 @@ class Inbox:
         start, shape, buf, work = self.posted[self.next]
         self.next += 1
         work.wait()
-        try:
-            got, dims, t = unpack(buf)
-        except RuntimeError as e:
-            raise RuntimeError(f"message from rank {self.src}: {e}") from None
-        if got != start or dims != shape:
-            raise RuntimeError(f"message from rank {self.src} does not match the plan: start {got} shape {dims}, "
-                               f"expected start {start} shape {shape}")
-        self.pieces.append((start, t))
+        check_full(buf, self.src, f"samples {start}..{start + shape[0] - 1} of shape {shape[1:]}")
+        self.pieces.append((start, buf.view(shape)))
 
     def take(self, a: int, b: int) -> torch.Tensor:
         while not _covered(self.pieces, a, b):

@@ -17,6 +17,7 @@ from . import cgroups
 from .models import build_layers, cut, draw_batch, load_model
 from .stage import copy_input_first, run_iteration, stage_io, stage_shapes, writes_input
 from .torch_schedules import TORCH_SCHEDULES, make_step
+from .wire import Buffers
 
 
 @dataclass
@@ -116,6 +117,7 @@ class _Run:
             self.rows_all = [[int(v) for v in r] for r in run["rows"]]
             self.orders_all = [[(str(k), int(j)) for k, j in o] for o in run["orders"]]
             self.shapes = stage_shapes(stages, spec.make_batch(1, 0)[0])
+            self.buffers = Buffers()  # this schedule's message buffers, kept across its iterations
         self.times: list[tuple[float, float]] = []
         self.losses: list[float] = []
         self.traces: list[list] = []
@@ -129,7 +131,7 @@ class _Run:
             loss = self.torch_step(x, y)
         else:
             loss = run_iteration(self.module, self.rank, self.world, self.rows_all, self.orders_all, self.cfg.B,
-                                 x, y, self.spec.loss_sum, self.shapes, trace=trace)
+                                 x, y, self.spec.loss_sum, self.shapes, trace=trace, buffers=self.buffers)
         t_ops = time.perf_counter()
         if self.opt is not None:
             self.opt.step()

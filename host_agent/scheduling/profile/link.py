@@ -1,5 +1,5 @@
 """Activation transfer time between two stage processes: ping-pong of messages in the
-runtime's wire format (header and payload in one send) over torch.distributed; one-way
+runtime's wire format (the tensor itself, float32) over torch.distributed; one-way
 time = round trip / 2.
 
 ``measure_link(sizes_bytes)`` starts two processes (``python -m ...profile.link``) and returns
@@ -37,11 +37,11 @@ def _pingpong(rank: int, sizes: Sequence[int], min_s: float) -> list[tuple[int, 
         t = torch.randn(max(1, nbytes // 4 // 8), 8)  # [samples, 8] floats
         def once():
             if rank == 0:
-                isend(t, 0, 1, TAG)[0].wait()
+                isend(t, 1, TAG)[0].wait()
                 recv(1, TAG, tuple(t.shape))
             else:
-                _, got = recv(0, TAG, tuple(t.shape))
-                isend(got, 0, 0, TAG)[0].wait()
+                got = recv(0, TAG, tuple(t.shape))
+                isend(got, 0, TAG)[0].wait()
 
         once()
         t0 = time.perf_counter()
