@@ -266,7 +266,8 @@ DRIFT_PCT = 10.0  # the host's change of speed since the profile beyond which it
 
 def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: str) -> dict | None:
     """How much faster (< 0) or slower this session ran the configurations the profile's
-    calibration measured (our GPipe/1F1B at the same B, split, M, CPU quotas and backend; until
+    calibration measured (:func:`calibration_label`: our GPipe/1F1B, UMPIPE's equal splits and
+    torch's schedules at the same B, split, M, CPU quotas and backend; until
     2026-11-28 other quotas or another backend counted too, and a run at 0.3 CPU on a profile
     taken at 0.5 was told the host ran 68 % slower and to profile again): the median of measured
     over measured, no model involved. A profile describes the host when it was taken: on this
@@ -287,13 +288,14 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
     then = {p["label"]: p for p in cal["points"]}
     pairs = []
     for r in rows:
-        p = then.get(r["label"])
-        if p is None or r["family"] not in ("gpipe", "1f1b"):
+        label = calibration_label(r, B)
+        p = then.get(label)
+        if p is None:
             continue
         its = p.get("iterations_s") or [p["measured_s"]]
         rel = r["measured_s"] / p["measured_s"] - 1
         out = r["measured_s"] < min(its) or r["measured_s"] > max(its)
-        pairs.append((r["label"], rel, (1 if rel > 0 else -1) if out and abs(rel) * 100 > DRIFT_PCT else 0))
+        pairs.append((label, rel, (1 if rel > 0 else -1) if out and abs(rel) * 100 > DRIFT_PCT else 0))
     if not pairs:
         return None
     med = statistics.median(x for _, x, _ in pairs) * 100
@@ -302,6 +304,20 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
     return dict(median_pct=med, configurations=list(dict.fromkeys(lb for lb, *_ in pairs)),
                 compared=len(pairs), moved=sum(1 for m in moved if m == way),
                 stale=abs(med) > DRIFT_PCT and sum(1 for m in moved if m == way) > len(pairs) / 2)
+
+
+def calibration_label(r: dict, B: int) -> str | None:
+    """The label the calibration gives the configuration a measured row ran (``1f1b M=4``,
+    ``torch-gpipe M=2``): a baseline's own, or an equal split UMPIPE measured (until 2026-11-28
+    only our GPipe's and 1F1B's rows were compared, and a session of UMPIPE against torch's
+    schedules, which ran 15 % faster than the profile's calibration a minute before, was not
+    told)."""
+    if r["family"] in BASELINES:
+        return r["label"] if r["label"].startswith(r["family"] + " M=") else None
+    rows = r.get("rows")
+    if r["family"] == "umpipe" and rows and all(list(x) == equal_sizes(B, len(rows[0])) for x in rows):
+        return f"{'gpipe' if r.get('kind') == 'fill-drain' else '1f1b'} M={len(rows[0])}"
+    return None
 
 
 def whole_number(option: str, text: str, alternative: str = "") -> int:

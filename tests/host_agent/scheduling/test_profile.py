@@ -337,6 +337,17 @@ def test_a_stale_profile_is_reported(capsys):
             dict(label="1f1b M=4", family="torch-1f1b", measured_s=9.0)]  # torch's, whatever its label
     d = cli.host_drift(prof, 8, [1], rows, **RUN)
     assert d["configurations"] == ["gpipe M=1", "1f1b M=2"] and d["median_pct"] == pytest.approx(-22.5)
+    # UMPIPE's equal splits and torch's schedules are the calibration's configurations too
+    # (a session of UMPIPE against torch's schedules compared nothing until 2026-11-28)
+    cal3 = dict(prof, calibration=dict(prof["calibration"], points=prof["calibration"]["points"] + [
+        dict(label="torch-gpipe M=2", measured_s=4.0)]))
+    only = [dict(label="umpipe #4 1f1b M=4", family="umpipe", kind="1f1b", rows=[[2, 2, 2, 2]] * 2, measured_s=2.4),
+            dict(label="umpipe #1 1f1b", family="umpipe", kind="1f1b", rows=[[3, 3, 2], [2, 2, 2, 2]], measured_s=1.0),
+            dict(label="umpipe #2 fill-drain", family="umpipe", kind="fill-drain", rows=[[8]] * 2, measured_s=0.9),
+            dict(label="torch-gpipe M=2", family="torch-gpipe", M=2, measured_s=3.2)]
+    d3 = cli.host_drift(cal3, 8, [1], only, **RUN)
+    assert d3["configurations"] == ["1f1b M=4", "gpipe M=1", "torch-gpipe M=2"]
+    assert d3["median_pct"] == pytest.approx(-20.0)
     assert cli.host_drift(prof, 16, [1], rows, **RUN) is None and cli.host_drift(prof, 8, [2], rows, **RUN) is None
     assert cli.host_drift({}, 8, [1], rows, **RUN) is None
     # other quotas or another backend than the calibration's: not the same configurations (a run
