@@ -235,6 +235,9 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
         rows.append(dict(label=r["label"], family=r["family"], measured_s=sp["median_s"], spread=sp,
                          iterations_s=m["iteration_s"], predicted_s=r["predicted_s"],
                          error_pct=(r["predicted_s"] - sp["median_s"]) / sp["median_s"] * 100,
+                         **({"predicted_profile_s": r["predicted_profile_s"],
+                             "error_profile_pct": (r["predicted_profile_s"] - sp["median_s"]) / sp["median_s"] * 100}
+                            if "predicted_profile_s" in r else {}),
                          loss=m["losses"][-1] if m["losses"] else None, rows=r.get("rows"), M=r.get("M"),
                          kind=r.get("kind"), equal=r.get("equal"),
                          **({"as_baseline": r["as_baseline"]} if r.get("as_baseline") else {})))
@@ -306,6 +309,26 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
                 stale=abs(med) > DRIFT_PCT and sum(1 for m in moved if m == way) > len(pairs) / 2)
 
 
+def rescale_for_drift(runs: list[dict], drift: dict | None) -> dict | None:
+    """When the tuning session found the profile stale (:func:`host_drift`: the host ran the
+    calibration's own configurations more than :data:`DRIFT_PCT` faster or slower, most of
+    them outside the calibration's range), the final session's predictions are the model's
+    times scaled by that median (``predicted_profile_s`` keeps the model's own): the layers'
+    curves stay the profile's, the host's speed is the one measured minutes before. The final
+    session's measurements are not used. On 2026-11-28 a profile of gpt-mini, taken a minute
+    before, predicted 1F1B at M = 4 at 140.5 ms, which the calibration had measured at 139.3
+    (three iterations: 139-159 ms) and the training session at 118-121 ms (+16.5 %). Returns
+    what was done (None: not stale, nothing changed)."""
+    if not drift or not drift.get("stale"):
+        return None
+    factor = 1 + drift["median_pct"] / 100
+    for r in runs:
+        r["predicted_profile_s"] = r["predicted_s"]
+        r["predicted_s"] = r["predicted_s"] * factor
+    return dict(factor=factor, median_pct=drift["median_pct"], configurations=drift["configurations"],
+                compared=drift["compared"], moved=drift["moved"])
+
+
 def calibration_label(r: dict, B: int) -> str | None:
     """The label the calibration gives the configuration a measured row ran (``1f1b M=4``,
     ``torch-gpipe M=2``): a baseline's own, or an equal split UMPIPE measured (until 2026-11-28
@@ -374,6 +397,12 @@ def _print(out: dict) -> None:
             print(f"  UMPIPE kept {c[c['kept']]}: {c['unequal']} was faster than its equal split {c['equal']} in "
                   f"{c['unequal_steps_won']}/{c['steps']} paired steps (sign test p = {c['sign_test_p']:.2f}; "
                   f"an unequal plan needs p <= {SIGN_TEST_P})")
+    k = (out.get("tuning") or {}).get("rescaled")
+    if k:
+        print(f"  the profile is stale: the tuning session ran its calibration configurations "
+              f"{abs(k['median_pct']):.1f}% {'faster' if k['median_pct'] < 0 else 'slower'} (median; {k['moved']} of "
+              f"{k['compared']} outside the calibration's range); the predictions below are the model's x "
+              f"{k['factor']:.3f} (the model's own: predicted_profile_s in the JSON)")
     print(f"{'schedule':22s} {'measured ms':>12s} {'q1..q3':>15s} {'predicted ms':>13s} {'error':>7s}  microbatches")
     for r in out["summary"]["runs"]:
         mb = " | ".join(",".join(map(str, x)) for x in r["rows"]) if r["rows"] else f"{r['M']} equal"
@@ -517,6 +546,9 @@ def run(args: argparse.Namespace) -> int:
             tuned = _session(costs, args, runs, args.tune_steps, quotas)
             tuning = summarize(runs, tuned)
             runs, tuning["umpipe_choice"] = keep_tuned(runs, tuning["runs"])
+            if args.profile:
+                tuning["rescaled"] = rescale_for_drift(runs, host_drift(
+                    prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend))
         final = _session(costs, args, runs, args.steps, quotas)
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:

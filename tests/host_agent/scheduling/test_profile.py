@@ -387,6 +387,31 @@ def test_a_stale_profile_is_reported(capsys):
     assert cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
 
 
+def test_a_stale_profiles_predictions_are_scaled_by_the_tuning_sessions_drift(capsys):
+    """The final session's predictions take the host speed the tuning session measured on the
+    calibration's configurations, when the profile is stale; the model's own stay in the JSON."""
+    from host_agent.scheduling.train import cli
+
+    runs = [dict(label="umpipe #1 1f1b", family="umpipe", predicted_s=0.140, schedule="ours", rows=[[6] * 4] * 3,
+                 orders=[]),
+            dict(label="torch-1f1b M=4", family="torch-1f1b", predicted_s=0.150, schedule="torch-1f1b", M=4)]
+    assert cli.rescale_for_drift(runs, None) is None
+    assert cli.rescale_for_drift(runs, dict(median_pct=-15.0, stale=False, configurations=[], compared=3,
+                                            moved=1)) is None
+    assert runs[0]["predicted_s"] == 0.140 and "predicted_profile_s" not in runs[0]
+    k = cli.rescale_for_drift(runs, dict(median_pct=-15.0, stale=True, configurations=["1f1b M=4"], compared=3,
+                                         moved=3))
+    assert k["factor"] == pytest.approx(0.85)
+    assert runs[0]["predicted_s"] == pytest.approx(0.119) and runs[0]["predicted_profile_s"] == 0.140
+    s = cli.summarize(runs, [dict(iteration_s=[0.12] * 3, losses=[0.1]), dict(iteration_s=[0.12] * 3, losses=[0.1])])
+    row = s["runs"][0]
+    assert row["error_pct"] == pytest.approx(-100 / 120) and row["error_profile_pct"] == pytest.approx(100 * 20 / 120)
+    out = dict(model="gpt-mini", stages=3, B=24, cuts=[4, 5], quotas=[0.45, 0.2, 0.3], load_average={},
+               candidates=3, tune_steps=5, summary=s, tuning=dict(runs=[], rescaled=k))
+    cli._print(out)
+    assert "the predictions below are the model's x 0.850" in capsys.readouterr().out
+
+
 def test_a_methods_candidates_spread_over_microbatch_counts():
     from host_agent.scheduling.train.cli import spread_by_count
     ms = [13, 14, 15, 12, 8, 4, 16, 2]  # fastest by the model first
