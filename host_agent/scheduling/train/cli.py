@@ -19,8 +19,9 @@ its best equal split beside an unequal best, :func:`umpipe_candidates`) -- for
 again in a fresh session for ``--steps`` iterations: those are the reported figures, so
 picking the minimum of noisy tuning measurements favours no method. UMPIPE's family holds the
 equal splits, so its tuning also measures, in our runtime, the equal split at every order and
-count the baselines measure (:func:`_with_baseline_splits`): it tunes over more configurations
-than a baseline, and never misses the one a baseline keeps. ``--candidates 1`` takes every
+count the baselines would measure, whichever of them the session runs
+(:func:`_with_baseline_splits`): it tunes over more configurations than a baseline, and never
+misses the one a baseline keeps. ``--candidates 1`` takes every
 method's model choice.
 The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a
 profile measured first.
@@ -104,7 +105,22 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
                    M: int | None = None, limit=None) -> list[dict]:
     """Each method's ``k`` candidates by the cost model (:func:`spread_by_count` of its fastest
     plans), each with its predicted time and memory. With ``M`` the baselines run that
-    microbatch count only."""
+    microbatch count only. UMPIPE's are followed by the equal splits every baseline would
+    measure (:func:`_with_baseline_splits`), whichever baselines the session runs."""
+    runs = _candidates(costs, fam, schedules, k, mmax, M, limit)
+    if "umpipe" in schedules and k >= 2:
+        every = []
+        for sch in BASELINES:  # what each baseline would measure, run or not
+            try:
+                every += _candidates(costs, fam, [sch], k, mmax, M, limit)
+            except ValueError:  # a count --microbatches names that this schedule cannot run
+                continue
+        runs = _with_baseline_splits(costs, runs, every, limit)
+    return runs
+
+
+def _candidates(costs, fam: family.PlanFamily, schedules: list[str], k: int, mmax: int,
+                M: int | None = None, limit=None) -> list[dict]:
     B, S = costs.B, costs.S
     runs = []
     for sch in schedules:
@@ -142,19 +158,18 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
             else:
                 run.update(schedule="ours", rows=rows, orders=cand.orders)
             runs.append(run)
-    if "umpipe" in schedules and k >= 2:
-        runs = _with_baseline_splits(costs, runs, limit)
     return runs
 
 
-def _with_baseline_splits(costs, runs: list[dict], limit) -> list[dict]:
-    """UMPIPE's candidates plus, in our runtime, the equal split at every (order, count) a
-    baseline measures (``1f1b M=4`` and ``torch-1f1b M=4``: 1F1B with four equal
-    microbatches), after its own. Those are members of its family, so its tuning then
-    measures every configuration a baseline can keep, and its kept plan is the fastest of
-    them unless an unequal plan passes :func:`keep_tuned`'s test. The ones our GPipe/1F1B
-    measure anyway cost nothing (:func:`_session` measures a configuration once); torch's
-    cost one run each. Until 2026-11-28 UMPIPE measured only its own model-chosen plans, and
+def _with_baseline_splits(costs, runs: list[dict], baselines: list[dict], limit) -> list[dict]:
+    """UMPIPE's candidates plus, in our runtime, the equal split at every (order, count) of
+    ``baselines`` (every baseline's candidates, whether the session runs it or not: ``1f1b
+    M=4`` and ``torch-1f1b M=4`` are 1F1B on four equal microbatches), after its own. Those are
+    members of its family, so its tuning measures every configuration a baseline can keep
+    (also when ``--schedule umpipe`` runs alone), and its kept plan is the fastest of them
+    unless an unequal plan passes :func:`keep_tuned`'s test. The ones our GPipe/1F1B measure
+    in the same session cost nothing (:func:`_session` measures a configuration once); the
+    others one tuning run each. Until 2026-11-28 UMPIPE measured only its own model-chosen plans, and
     the count torch's tuning found best could be missing from them: gpt-mini on 3 stages at
     0.45/0.2/0.3 CPU, B=24 measured 3, 5 and an unequal 3, lost to torch's 1F1B at M = 4 by
     5.4 %, and our 1F1B at M = 4 ran as fast as torch's (123.7 against 124.0 ms, 40 paired
@@ -162,8 +177,8 @@ def _with_baseline_splits(costs, runs: list[dict], limit) -> list[dict]:
     ours = [r for r in runs if r["family"] == "umpipe"]
     have = {(r["kind"], json.dumps(r["rows"])) for r in ours}
     extra = []
-    for r in runs:
-        if r["family"] == "umpipe" or not r.get("M"):
+    for r in baselines:
+        if not r.get("M"):
             continue
         rows = [equal_sizes(costs.B, int(r["M"]))] * costs.S
         if (r["kind"], json.dumps(rows)) in have:
