@@ -88,19 +88,44 @@ class NotFloatBoundary(NotOneTensor):
     follow it (the wire carries float32, a boundary passes gradients back)."""
 
 
+class NotPerSample(NotOneTensor):
+    """A layer before the last outputs a tensor whose first dimension is not the samples: no
+    stage boundary may follow it (a boundary splits and sends a tensor by its first dimension)."""
+
+
 def check_layer_outputs(spec: ModelSpec, b: int, seed: int = 0) -> None:
-    """One forward of ``b`` samples, layer by layer (no gradients): :class:`NotOneTensor` for the
-    first layer whose output is not one tensor, :class:`NotFloatBoundary` for the first but the
-    last whose output is not float32: not floating point (token ids, say: until 2026-11-27
-    (22:00 UTC) the profiler failed on them with torch's "normal_kernel_cpu not implemented for
-    'Long'"), or another precision (a float64 model: the next stage got float32 and every run
-    failed in the stages with "mat1 and mat2 must have the same dtype" until 2026-11-28)."""
+    """A forward of ``b`` and of ``b + 1`` samples, layer by layer (no gradients):
+    :class:`NotOneTensor` for the first layer whose output is not one tensor,
+    :class:`NotFloatBoundary` for the first but the last whose output is not float32: not
+    floating point (token ids, say: until 2026-11-27 (22:00 UTC) the profiler failed on them
+    with torch's "normal_kernel_cpu not implemented for 'Long'"), or another precision (a
+    float64 model: the next stage got float32 and every run failed in the stages with "mat1
+    and mat2 must have the same dtype" until 2026-11-28), :class:`NotPerSample` for the first
+    but the last whose output's first dimension is not the sample count (a sequence-first
+    transformer's ``(S, B, D)``: the runtime cuts and sends a boundary's tensor by its first
+    dimension, and until 2026-11-28 the profile's calibration aborted gloo in a stage with
+    "Received data size doesn't match expected size")."""
+    for n in (int(b), int(b) + 1):
+        _check_layer_outputs(spec, n, seed)
+
+
+def _check_layer_outputs(spec: ModelSpec, b: int, seed: int) -> None:
     layers = build_layers(spec, seed)
     x, _ = spec.make_batch(int(b), 0)
     with torch.no_grad():
         for i, layer in enumerate(layers):
             x = one_tensor(layer(x), i, layer)
-            if i == len(layers) - 1 or x.dtype == torch.float32:
+            if i == len(layers) - 1:
+                continue
+            if x.dim() == 0 or x.shape[0] != b:
+                raise NotPerSample(
+                    f"layer {i} ({type(layer).__name__}) returns a tensor of shape {list(x.shape)} for {b} "
+                    f"sample{'s' if b != 1 else ''}: "
+                    f"every child of the model's nn.Sequential is a place to cut, and a pipeline stage boundary "
+                    f"splits and sends a tensor by its first dimension, which must be the samples; put the layers "
+                    f"from this one to the one that puts the samples first again into one module (or use "
+                    f"batch_first=True)")
+            if x.dtype == torch.float32:
                 continue
             name = f"layer {i} ({type(layer).__name__}) returns a {x.dtype} tensor: every child of the model's " \
                    f"nn.Sequential is a place to cut, and a pipeline stage boundary carries"

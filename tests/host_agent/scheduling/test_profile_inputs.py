@@ -193,3 +193,52 @@ def test_the_least_microbatch_is_found_below_the_smallest_size_profiled():
 
     assert smallest_runnable(load_model("vgg-mini"), [2, 4]) == 1
     assert smallest_runnable(user_models.spec(), [4, 8]) == 2  # a BatchNorm1d: 2, not 4
+
+
+SEQ_FIRST_MODEL = '''
+import torch
+from torch import nn
+
+
+class SeqFirst(nn.Module):
+    def forward(self, x):
+        return x.transpose(0, 1)  # (B, S, D) -> (S, B, D)
+
+
+def spec():
+    return (lambda: nn.Sequential(nn.Embedding(20, 8), SeqFirst(), nn.Linear(8, 8), SeqFirst(), nn.Flatten(),
+                                  nn.Linear(24, 3)),
+            lambda B, step: (torch.randint(0, 20, (B, 3)), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+
+
+def batch_first():
+    return (lambda: nn.Sequential(nn.Embedding(20, 8), nn.Sequential(SeqFirst(), nn.Linear(8, 8), SeqFirst()),
+                                  nn.Flatten(), nn.Linear(24, 3)),
+            lambda B, step: (torch.randint(0, 20, (B, 3)), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_a_layer_whose_output_is_not_batch_first_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    """A stage boundary cuts and sends a tensor by its first dimension: a layer that puts the
+    sequence first (a transformer with batch_first=False) cannot end a stage. Until 2026-11-28
+    the profiler timed the layers and its calibration then failed in a stage process, gloo
+    aborting with "Received data size doesn't match expected size" (a message of S times the
+    values the receiver expected). Checked at two sample counts: the sequence length may equal one."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile.measure import NotPerSample, check_layer_outputs
+
+    (tmp_path / "saatp_seqfirst_model_xyz.py").write_text(SEQ_FIRST_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for b in (1, 2, 3):  # at b = 3 the sequence length equals the sample count
+        with pytest.raises(NotPerSample, match=r"layer 1 \(SeqFirst\) returns a tensor of shape \[3, \d, 8\] for "):
+            check_layer_outputs(load_model("saatp_seqfirst_model_xyz:spec"), b)
+    check_layer_outputs(load_model("saatp_seqfirst_model_xyz:batch_first"), 1)  # inside one layer: fine
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", "saatp_seqfirst_model_xyz:spec", "--stages", "2", "--quota", "none",
+                 "--no-calibrate", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "layer 1 (SeqFirst) returns a tensor of shape [3, 1, 8] for 1 sample:" in err
+    assert "first dimension, which must be the samples" in err and "Traceback" not in err and not out.exists()
