@@ -43,6 +43,9 @@ BUDGET_REFS = ("all", "fastest")
 HISTORY = 8  # slots of measured/predicted batch time per active-process count (see SlotPlanner.correction)
 JUMP = 1.4  # a measured speed this far (x or /) from the estimate is a change of quota, not noise
 MEMORY = 1e12  # bytes: the model fits everywhere on this host
+# an untried pipelined kind's correction over the replica kinds' it borrows: on 2026-11-27 the
+# model under-predicted replicas by about a quarter and pipelines by about half (1.5 / 1.25)
+PIPELINE_PRIOR = 1.2
 
 
 @dataclass
@@ -373,13 +376,26 @@ class SlotPlanner:
         half). Assuming it exact for an untried kind made the planner pick untried structures
         (mostly pipelines) for that optimism, and slots in which a quota moved, whose ratio is
         not recorded, kept a kind untried after it had run (the 2026-11-27 runs: 47 pipelined
-        slots, 32 of them decided at correction 1.0, measured at 1.5x their prediction)."""
+        slots, 32 of them decided at correction 1.0, measured at 1.5x their prediction).
+
+        A pipelined kind borrows from the measured pipelined kinds when there are any; else
+        it takes the replicas' correction times :data:`PIPELINE_PRIOR` (until 2026-11-28 the
+        replicas' alone: in a quiet-host run of 2026-11-28 the planner ran pipelines in two
+        slots after process 0 fell to 0.1 CPU, borrowed the replicas' correction for them,
+        and ended 3.7 % behind online LB-BSP)."""
         r = self.ratios.get(kind)
         if r:
             return float(np.median(r[-HISTORY:]))
         seen = {k: float(np.median(v[-HISTORY:])) for k, v in self.ratios.items() if v}
+        prior = 1.0
+        if kind[1]:
+            piped = {k: c for k, c in seen.items() if k[1]}
+            if piped:
+                seen = piped
+            else:
+                prior = PIPELINE_PRIOR
         same = [c for k, c in seen.items() if k[0] == kind[0]]
-        return max(same or list(seen.values()) or [1.0])
+        return prior * max(same or list(seen.values()) or [1.0])
 
     def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False) -> None:
         """Record a slot's predicted and measured batch time (both without migration), unless

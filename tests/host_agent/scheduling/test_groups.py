@@ -15,6 +15,7 @@ from host_agent.scheduling.groups.plan import (
     migration_bytes,
     transfers,
 )
+from host_agent.scheduling.groups.planner import PIPELINE_PRIOR
 from host_agent.scheduling.groups.sampler import ShareSampler
 from host_agent.scheduling.pipeline.cgroups import CPU_ROOT, unavailable_reason
 
@@ -494,8 +495,9 @@ def test_correction_learns_the_models_error_per_process_count_and_steers_the_cho
     for _ in range(3):
         pl.observe(two, 0.1, 0.1)
     assert pl.correction((3, False)) == pytest.approx(3.0) and pl.correction((2, False)) == 1.0
-    # pipelines of three processes, no history yet: three processes at once, as measured
-    assert pl.correction((3, True)) == pytest.approx(3.0)
+    # pipelines of three processes, no history yet: three processes at once, as measured, and
+    # the prior of a pipeline over replicas
+    assert pl.correction((3, True)) == pytest.approx(3.0 * PIPELINE_PRIOR)
     again, info = pl.choose(est, first, 3)
     assert len(again.active) < 3 and info["correction"] == 1.0
 
@@ -503,17 +505,21 @@ def test_correction_learns_the_models_error_per_process_count_and_steers_the_cho
 def test_an_untried_kind_borrows_the_largest_measured_correction():
     from host_agent.scheduling.groups.planner import SlotPlanner
     pl = SlotPlanner("lyapunov", _costs(), 128, [1.0] * 4, V=10.0)
-    assert pl.correction((4, True)) == 1.0  # nothing measured at all
+    assert pl.correction((4, False)) == 1.0  # nothing measured at all
+    assert pl.correction((4, True)) == pytest.approx(PIPELINE_PRIOR)  # a pipeline: the prior over replicas
     four = ExecPlan(tuple(Group((r,), (0, 6), 32, 32) for r in range(4)), 6)
     two = ExecPlan((Group((0,), (0, 6), 64, 64), Group((1,), (0, 6), 64, 64)), 6)
     pl.observe(four, 0.1, 0.13)
     pl.observe(two, 0.1, 0.11)
-    assert pl.correction((4, True)) == pytest.approx(1.3)  # the replicas of the same count
+    assert pl.correction((4, True)) == pytest.approx(1.3 * PIPELINE_PRIOR)  # the replicas of the same count
     assert pl.correction((3, False)) == pytest.approx(1.3)  # no kind of its count: the largest
     pipe = ExecPlan((Group((0, 1), (0, 3, 6), 32, 64), Group((2,), (0, 6), 64, 64),
                      Group((3,), (0, 6), 32, 32)), 6)
     pl.observe(pipe, 0.1, 0.1)  # measured: its own history from now on
     assert pl.correction((4, True)) == pytest.approx(1.0)
+    # another pipelined kind borrows from the measured pipelines, not the replicas x the prior
+    assert pl.correction((3, True)) == pytest.approx(1.0)
+    assert pl.correction((2, False)) == pytest.approx(1.1)
 
 
 def test_a_quota_move_is_not_taken_as_model_error():
