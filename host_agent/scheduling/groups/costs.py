@@ -30,28 +30,65 @@ class LayerCosts:
     param_bytes: np.ndarray
     out_bytes: np.ndarray  # per sample
     out_shapes: list[tuple[int, ...]]  # per-sample output shape of every layer
+    # layers that work on their input in place (nn.ReLU(inplace=True)): they cannot take a
+    # received activation as it is (a leaf that requires grad), see :func:`stage_needs_copy`
+    in_place: tuple[bool, ...] = ()
 
     def to_dict(self) -> dict:
         return {"alpha": self.alpha.tolist(), "beta": self.beta.tolist(), "param_bytes": self.param_bytes.tolist(),
-                "out_bytes": self.out_bytes.tolist(), "out_shapes": [list(s) for s in self.out_shapes]}
+                "out_bytes": self.out_bytes.tolist(), "out_shapes": [list(s) for s in self.out_shapes],
+                "in_place": [bool(v) for v in self.in_place]}
 
     @classmethod
     def from_dict(cls, d: dict) -> LayerCosts:
         return cls(np.array(d["alpha"]), np.array(d["beta"]), np.array(d["param_bytes"]), np.array(d["out_bytes"]),
-                   [tuple(s) for s in d["out_shapes"]])
+                   [tuple(s) for s in d["out_shapes"]], tuple(bool(v) for v in d.get("in_place", ())))
 
     @property
     def n(self) -> int:
         return len(self.alpha)
 
 
+def _works_in_place(layer: nn.Module, x: torch.Tensor) -> bool:
+    """Whether ``layer`` fails on a leaf input that requires grad because it writes to it."""
+    if not x.is_floating_point():
+        return False
+    try:
+        layer(x.detach().requires_grad_())
+    except RuntimeError as e:
+        if "in-place" in str(e):
+            return True
+        raise
+    return False
+
+
+def stage_needs_copy(c: LayerCosts, layers: nn.Sequential, lo: int, hi: int) -> bool:
+    """Whether a pipeline stage of layers [lo, hi) that is not the first must get a copy of its
+    received activations: a layer that works in place reaches them before any layer with
+    parameters has made a tensor of its own (parameter-free layers before it, a Flatten, may
+    pass a view of the input through). The runtime makes the received activations a leaf that
+    requires grad, on which an in-place op fails every rank ("a view of a leaf Variable that
+    requires grad is being used in an in-place operation"; until 2026-11-28)."""
+    for l in range(lo, hi):
+        if l < len(c.in_place) and c.in_place[l]:
+            return True
+        if any(True for _ in layers[l].parameters()):
+            return False
+    return False
+
+
 def _time_layer(layer: nn.Module, x: torch.Tensor, min_s: float) -> float:
     # integer inputs (token ids into an Embedding) take no gradient; the layer's own
     # parameters still do (until 2026-11-27 (22:00 UTC) requires_grad_ on them failed the whole run)
     x = x.detach().requires_grad_() if x.is_floating_point() else x.detach()
+    # a layer that works in place (nn.ReLU(inplace=True)) cannot take a leaf that requires a
+    # gradient ("a leaf Variable that requires grad is being used in an in-place operation"):
+    # it gets a copy, as in a whole model, where its input is the previous layer's output.
+    # Until 2026-11-28 such a model (torchvision's style) failed `train groups` at start-up
+    copy = _works_in_place(layer, x)
     reps, t0 = 0, time.perf_counter()
     while True:
-        out = layer(x)
+        out = layer(x.clone() if copy else x)
         if out.requires_grad:  # a parameter-free layer on integer inputs has no backward
             out.backward(torch.ones_like(out))
         reps += 1
@@ -67,11 +104,13 @@ def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s:
     try:
         lo, hi = sizes
         times = np.zeros((2, len(layers)))
-        shapes, out_bytes = [], []
+        shapes, out_bytes, in_place = [], [], []
         for i, b in enumerate((lo, hi)):
             h = x[:1].expand(b, *x.shape[1:]).contiguous()
             for l, layer in enumerate(layers):
                 times[i, l] = min(_time_layer(layer, h, min_s) for _ in range(2))
+                if i == 0:
+                    in_place.append(_works_in_place(layer, h))
                 with torch.no_grad():
                     h = layer(h)
                 if i == 0:
@@ -91,7 +130,7 @@ def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s:
         beta = beta * (wb / beta.sum())
         alpha = alpha * (wa / alpha.sum()) if alpha.sum() > 0 else alpha
         pb = np.array([4.0 * sum(p.numel() for p in layer.parameters()) for layer in layers])
-        return LayerCosts(alpha, beta, pb, np.array(out_bytes), shapes)
+        return LayerCosts(alpha, beta, pb, np.array(out_bytes), shapes, tuple(in_place))
     finally:
         torch.set_num_threads(threads)
 

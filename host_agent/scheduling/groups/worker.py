@@ -44,7 +44,7 @@ from ..pipeline.wire import Buffers
 from ..progress import Heartbeat
 from ..rank_processes import join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
-from .costs import LayerCosts, op_work
+from .costs import LayerCosts, op_work, stage_needs_copy
 from .plan import ExecPlan, Group, transfers
 from .sampler import ShareSampler
 
@@ -73,6 +73,14 @@ def warm_up_autograd() -> None:
     first pipeline iteration of a run by 2-3 s. Pay it at start-up, outside the quotas."""
     x = torch.ones(2, requires_grad=True)
     (x * 2).backward(torch.ones(2))
+
+
+class CopyInput(nn.Module):
+    """A stage's first op when a layer of it works in place on its input
+    (:func:`~.costs.stage_needs_copy`): the input's copy, through which the gradient flows."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
 
 
 class MethodState:
@@ -256,6 +264,10 @@ class Worker:
         module = nn.Sequential(*list(st.layers)[lo:hi])
         for p in module.parameters():
             p.grad = None
+        if k > 0 and stage_needs_copy(self.costs, st.layers, lo, hi):
+            # a layer that works in place must not write to the received activations (a leaf
+            # that requires grad, in the runtime's receive buffer): it gets a copy
+            module = nn.Sequential(CopyInput(), *module)
         rows = grp.microbatches()
         order = [("F", j) for j in range(len(rows))] + [("B", j) for j in reversed(range(len(rows)))]
         shapes = [self.costs.out_shapes[grp.bounds[s + 1] - 1] for s in range(K)]

@@ -675,3 +675,63 @@ def test_a_model_over_the_stores_value_limit_trains(tmp_path, monkeypatch):
                        iters=1, B=32, cgroups=False)
     slots = run(cfg)["runs"]["bsp"]["slots"]
     assert len(slots) == 1 and 0.0 <= slots[0]["test_acc"] <= 1.0
+
+
+INPLACE_MODEL = ("from torch import nn\n"
+                 "def cnn():\n"
+                 "    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2),\n"
+                 "                         nn.Flatten(), nn.ReLU(inplace=True), nn.Linear(64, 16), nn.ReLU(inplace=True),\n"
+                 "                         nn.Linear(16, 10))\n")
+
+
+def test_layers_that_work_in_place_are_profiled_and_get_a_copy_as_a_stages_first_layers():
+    """``nn.ReLU(inplace=True)`` (torchvision's style): the layer profile fed each layer a leaf
+    that requires grad, and ``train groups`` failed at start-up with "a leaf Variable that
+    requires grad is being used in an in-place operation" (until 2026-11-28)."""
+    from host_agent.scheduling.groups.costs import LayerCosts, profile_layers, stage_needs_copy
+    ns: dict = {}
+    exec(INPLACE_MODEL, ns)
+    model = ns["cnn"]()
+    costs = profile_layers(model, digits.load().x_train[:1], sizes=(2, 4), min_s=0.001)
+    assert costs.in_place == (False, True, False, False, True, False, True, False)
+    assert LayerCosts.from_dict(costs.to_dict()).in_place == costs.in_place
+    assert stage_needs_copy(costs, model, 1, 3)  # the stage starts with the in-place ReLU
+    assert stage_needs_copy(costs, model, 3, 8)  # a Flatten (a view of the input) first, then one
+    assert not stage_needs_copy(costs, model, 2, 3)  # no in-place layer
+    assert not stage_needs_copy(costs, model, 5, 8)  # the Linear makes a tensor of its own first
+    assert not stage_needs_copy(LayerCosts.from_dict({**costs.to_dict(), "in_place": []}), model, 1, 3)
+
+
+@pytest.mark.slow
+def test_pipelined_groups_of_a_model_with_in_place_layers_train_as_one_process(tmp_path, monkeypatch):
+    """Stages that begin with an in-place ReLU (alone, or after a Flatten) failed every rank with
+    "a view of a leaf Variable that requires grad is being used in an in-place operation"; the
+    receive buffers are kept across iterations, so the 3 iterations per slot also check that no
+    stage writes to a buffer whose values are still needed."""
+    import sys
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    (tmp_path / "inplace_model.py").write_text(INPLACE_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "inplace_model", raising=False)
+    p0 = ExecPlan((Group((0, 1), (0, 1, 8), 8, 40), Group((2, 3), (0, 3, 8), 8, 24)), 8).to_dict()
+    p1 = ExecPlan((Group((1, 2, 3, 0), (0, 2, 4, 6, 8), 8, 64),), 8).to_dict()
+    cfg = GroupsConfig(methods=("script",), model="inplace_model:cnn", script=(p0, p1), slots=2, iters=3, B=64,
+                       lr=0.01, base_quotas=(1.0, 1.0, 1.0, 1.0), cgroups=False)
+    res = run(cfg)
+    slots = res["runs"]["script"]["slots"]
+    assert all(s["max_group_diff"] == 0.0 and s["finite"] for s in slots) and slots[1]["migration_moves"] > 0
+    import inplace_model
+    data = digits.load(0)
+    torch.manual_seed(0)
+    m = inplace_model.cnn()
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+    s = ShareSampler(len(data.x_train), 64, seed=0)
+    for step in range(6):
+        idx = s.batch(step)
+        opt.zero_grad()
+        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 64).backward()
+        opt.step()
+    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
