@@ -19,6 +19,10 @@ def can_run(schedule: str, M: int, B: int, S: int) -> bool:
     return 1 <= M <= B and B % M == 0 and (schedule != "torch-1f1b" or M >= S)
 
 
+def _contiguous_output(_module, _args, out):
+    return out.contiguous() if isinstance(out, torch.Tensor) else out
+
+
 def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B: int,
               loss_sum: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
               example: tuple[torch.Tensor, torch.Tensor] | None = None) -> Callable:
@@ -41,6 +45,10 @@ def make_step(schedule: str, module: nn.Module, rank: int, world: int, M: int, B
         grad = (rank > 0, True)
         meta = {f"{k}_args": torch.empty((b, *t.shape[1:]), dtype=t.dtype, device="meta").requires_grad_(
                     g and t.is_floating_point()) for k, t, g in zip(("input", "output"), example, grad)}
+    # torch sends a stage's output as it is, and gloo refuses a tensor that is not contiguous
+    # ("input tensor has to be contiguous"): a stage ending in a transpose or permute failed
+    # torch's schedules until 2026-11-28 (our runtime sends a contiguous copy, wire.as_message)
+    module.register_forward_hook(_contiguous_output)
     stage = PipelineStage(module, rank, world, torch.device("cpu"), **meta)
 
     def loss_fn(out, tgt):  # mean over the microbatch; scale_grads divides by M -> minibatch mean

@@ -167,6 +167,21 @@ def tied():
     return (build, batch, loss)
 
 
+class Transposed(nn.Module):
+    def forward(self, x):
+        return x.unflatten(1, (3, 4)).transpose(1, 2)  # not contiguous
+
+
+def transposed():
+    """Stages that end in a transpose (an output that is not contiguous), one of them of that
+    transpose alone."""
+    def build():
+        torch.manual_seed(5)
+        return nn.Sequential(nn.Linear(6, 12), Transposed(), nn.Flatten(), nn.Linear(12, 12), Transposed(),
+                             nn.Flatten(), nn.Linear(12, 3))
+    return (build, batch, loss)
+
+
 NOT_A_FUNCTION = 5
 '''
 
@@ -196,7 +211,10 @@ def test_a_list_of_modules_is_a_model(models, fn):
                                       # ReLU(inplace=True) after a cut failed with "a leaf
                                       # Variable that requires grad is being used in an in-place
                                       # operation", in our runtime and torch's schedules
-                                      ("in_place_layers", [2, 4])])
+                                      ("in_place_layers", [2, 4]),
+                                      # stages whose output is not contiguous: torch's schedules
+                                      # failed with gloo's "input tensor has to be contiguous"
+                                      ("transposed", [2, 5]), ("transposed", [4, 5])])
 def test_the_pipeline_trains_as_one_process_does(models, tmp_path, fn, cuts):
     B, rows = 6, [[2, 4], [3, 3], [6]]
     from host_agent.scheduling.costmodel import PipelineCosts
