@@ -289,14 +289,19 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
             return t.total_seconds()
         return self._timeout.total_seconds()
 
-    def _lane(self, name: str) -> queue.Queue:
+    # a channel's lane (receives from one peer on one tag) idle this long ends, and starts again
+    # on its next operation: a program that receives on a new tag every step left one thread per
+    # tag until the group shut down (until 2026-11-28)
+    lane_idle_s = 5.0
+
+    def _lane(self, name: str, retire: bool = False) -> queue.Queue:
         """The queue of lane ``name``, its thread started on first use (the caller holds
-        ``_seq_lock``)."""
+        ``_seq_lock``); with ``retire`` the thread ends after :attr:`lane_idle_s` without work."""
         q = self._queues.get(name)
         if q is None:
             q = self._queues[name] = queue.Queue()
-            th = threading.Thread(target=self._run, args=(q,), name=f"saatp-{name}-{self._gname}-r{self._rank}",
-                                  daemon=True)
+            th = threading.Thread(target=self._run, args=(q, name if retire else None),
+                                  name=f"saatp-{name}-{self._gname}-r{self._rank}", daemon=True)
             self._threads.append(th)
             th.start()
         return q
@@ -307,21 +312,29 @@ class ProcessGroupSAATP(c10d.ProcessGroup):
         thread for each ``channel``: operations of one channel run in issue order."""
         # collectives are numbered on their own: all ranks issue the same collectives in the same
         # order, but not the same point-to-point operations
+        tmo = self._op_timeout(opts)
         with self._seq_lock:
             self._seqs[lane] = seq = self._seqs.get(lane, 0) + 1
-            q = None if self._closed else self._lane(lane + channel)
-        work = work or SAATPWork(opname, seq, outputs)
-        work.seq = seq
-        tmo = self._op_timeout(opts)
+            q = None if self._closed else self._lane(lane + channel, retire=bool(channel))
+            work = work or SAATPWork(opname, seq, outputs)
+            work.seq = seq
+            if q is not None:  # under the lock: a lane retires only with its queue empty (_run)
+                q.put((opname, seq, fn, work, tmo))
         if q is None:
             work._finish(SAATPError(f"saatp {opname}: process group {self._gname!r} has been shut down"))
-            return work
-        q.put((opname, seq, fn, work, tmo))
         return work
 
-    def _run(self, q: queue.Queue) -> None:
+    def _run(self, q: queue.Queue, retire: str | None = None) -> None:
         while True:
-            item = q.get()
+            try:
+                item = q.get(timeout=self.lane_idle_s if retire else None)
+            except queue.Empty:
+                with self._seq_lock:  # _submit puts under this lock: nothing can arrive unseen
+                    if q.empty() and self._queues.get(retire) is q:
+                        del self._queues[retire]
+                        self._threads.remove(threading.current_thread())
+                        return
+                continue
             if item is None:
                 return
             opname, seq, fn, work, tmo = item

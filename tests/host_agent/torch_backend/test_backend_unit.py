@@ -360,6 +360,39 @@ def test_shutdown_waits_for_the_groups_threads():
         work.wait()
 
 
+def test_an_idle_receive_lane_ends_and_starts_again_on_its_next_receive():
+    """One thread per (peer, tag) lets receives from two peers complete as their messages
+    arrive; a program that receives on a new tag every step left one thread per tag until the
+    group shut down. A lane idle for lane_idle_s now ends."""
+    pgs = make_groups(2)
+    try:
+        for pg in pgs:
+            pg.lane_idle_s = 0.3
+
+        def lanes(r):
+            return [t for t in threading.enumerate() if t.name.startswith("saatp-recv-") and t.name.endswith(f"-r{r}")]
+
+        def exchange(r, tag):
+            buf = torch.zeros(2)
+            w = pgs[r].recv([buf], 1 - r, tag)
+            pgs[r].send([torch.full((2,), float(tag))], 1 - r, tag).wait()
+            w.wait()
+            return buf.tolist()
+
+        base = [len(lanes(r)) for r in range(2)]
+        outs = run_ranks(2, lambda r: [exchange(r, tag) for tag in range(100, 130)], timeout=60)
+        assert outs[0] == outs[1] == [[float(t)] * 2 for t in range(100, 130)]
+        deadline = time.monotonic() + 10
+        while any(len(lanes(r)) > base[r] for r in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [len(lanes(r)) for r in range(2)] == base, [[t.name for t in lanes(r)] for r in range(2)]
+        assert all(len(pg._threads) <= 3 for pg in pgs)  # the retired lanes left the group's list too
+        # a tag used before gets a lane again
+        assert run_ranks(2, lambda r: exchange(r, 100), timeout=30) == [[100.0] * 2] * 2
+    finally:
+        shutdown(pgs)
+
+
 # ------------------------------------------------------------------------------------------------
 # engine selection and the switch-engine seam
 # ------------------------------------------------------------------------------------------------
