@@ -394,6 +394,34 @@ def test_a_stale_profile_is_reported(capsys):
     assert cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
 
 
+def test_a_measurement_shared_by_several_rows_counts_once_in_the_drift():
+    """A session measures a configuration once for every row that runs it (UMPIPE's equal split
+    and our GPipe at the same M): the drift's median and majority count that measurement once.
+    Until 2026-11-28 a 5-stage MLP's tuning session, which measured 4 of the calibration's
+    configurations, said "8 of 8 outside the calibration's range"; here a configuration three
+    rows shared outvoted two that did not move."""
+    from host_agent.scheduling.train import cli
+
+    Q = [0.3, 0.3]
+    prof = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[
+        dict(label="gpipe M=1", measured_s=1.0, iterations_s=[1.0, 1.0, 1.0]),
+        dict(label="gpipe M=2", measured_s=1.0, iterations_s=[1.0, 1.0, 1.0]),
+        dict(label="1f1b M=2", measured_s=1.0, iterations_s=[1.0, 1.0, 1.0])]))
+    moved = [0.7, 0.7, 0.7]  # one measurement, 30 % faster
+    rows = [dict(label="umpipe #1 fill-drain", family="umpipe", kind="fill-drain", rows=[[8]] * 2, measured_s=0.7,
+                 iterations_s=moved),
+            dict(label="gpipe M=1", family="gpipe", measured_s=0.7, iterations_s=moved),
+            dict(label="umpipe #3 fill-drain M=1", family="umpipe", kind="fill-drain", rows=[[8]] * 2,
+                 measured_s=0.7, iterations_s=moved),
+            dict(label="gpipe M=2", family="gpipe", measured_s=1.0, iterations_s=[1.0, 1.0, 1.0]),
+            dict(label="1f1b M=2", family="1f1b", measured_s=1.0, iterations_s=[1.0, 0.99, 1.0])]
+    d = cli.host_drift(prof, 8, [1], rows, quotas=Q, backend="gloo")
+    assert (d["compared"], d["moved"]) == (3, 1) and d["median_pct"] == pytest.approx(0.0) and not d["stale"]
+    # the same configuration in another session (tuning, then final) is another measurement
+    again = dict(rows[1], iterations_s=[0.69, 0.7, 0.71])
+    assert cli.host_drift(prof, 8, [1], rows + [again], quotas=Q, backend="gloo")["compared"] == 4
+
+
 def test_a_stale_profiles_predictions_are_scaled_by_the_tuning_sessions_drift(capsys):
     """The final session's predictions take the host speed the tuning session measured on the
     calibration's configurations, when the profile is stale; the model's own stay in the JSON."""
