@@ -127,9 +127,6 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
 
 def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> dict:
     data = digits.dataset_of(dataset, cfg.seed)
-    data_path, data_spec = None, dataset
-    if dataset != "digits":  # the ranks load this process's data: a user's FN is called once
-        data_path, data_spec = digits.save_for_ranks(data, out_dir), None
     model = digits.model_from(spec)
     check_model_on_data(model, data, spec)  # here, not in every rank after start-up
     least = least_batch(model, data.x_train)  # a batch-norm layer does not train on one sample
@@ -144,6 +141,11 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
     warn_trace_not_applied(cfg.trace, cfg.cgroups)
     if cfg.cgroups:
         warn_above_one_cpu(quotas, "worker", "workers")
+    # saved after the checks above: a model, batch or trace they refuse left the run's directory
+    # in /tmp holding only data.pt, named as "its configs and logs" (until 2026-11-28)
+    data_path, data_spec = None, dataset
+    if dataset != "digits":  # the ranks load this process's data: a user's FN is called once
+        data_path, data_spec = digits.save_for_ranks(data, out_dir), None
     store, port = host_store(cfg.workers + 2, cfg.timeout_s)
     cg = SlotQuotas(cfg.workers + 1, run_prefix("cgp")) if cfg.cgroups else None
     applied = []

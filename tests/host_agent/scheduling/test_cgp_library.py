@@ -486,3 +486,26 @@ def test_an_interrupted_train_cgp_keeps_the_methods_that_finished(tmp_path, monk
     assert res["interrupted"] == calls[2] and res["not_run"][0] == calls[2]
     assert len(res["runs"]) + len(res["not_run"]) == 4  # cgp, bsp, asp, ssp
     assert f"interrupted during {calls[2]}" in capsys.readouterr().err
+
+
+def test_a_run_refused_before_any_process_starts_leaves_no_directory(tmp_path, monkeypatch, capsys):
+    """A model that does not fit the data (or a bad trace) is refused in the parent; the data
+    set was saved for the ranks before those checks, so the refused run left its directory in
+    /tmp holding only data.pt, and said "its configs and logs are left in ..." (until 2026-11-28)."""
+    import tempfile
+
+    from host_agent.scheduling import digits
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    d = digits.load(0)
+    arrays = (d.x_train.flatten(1), d.y_train, d.x_test.flatten(1), d.y_test)  # 64 features
+    bad = tmp_path / "bad.csv"
+    bad.write_text("slot,device,quota\n0,0,0\n")
+    with pytest.raises(ValueError, match="fails on the data set's inputs"):
+        train_cgp("digits-cnn", arrays, CGPConfig(duration_s=1.0, cgroups=False))
+    with pytest.raises(ValueError, match="bad.csv:2"):
+        train_cgp("digits-cnn", "digits", CGPConfig(duration_s=1.0, trace=str(bad)))  # data of its own
+    with pytest.raises(ValueError, match="bad.csv:2"):
+        train_cgp("digits-cnn", (d.x_train, d.y_train, d.x_test, d.y_test), CGPConfig(duration_s=1.0, trace=str(bad)))
+    assert [p.name for p in tmp_path.iterdir()] == ["bad.csv"]
+    assert "left in" not in capsys.readouterr().err
