@@ -67,6 +67,13 @@ class GroupsConfig(QuotaRunOptions):
         # until 2026-11-28 a function failed with "argument of type 'function' is not iterable"
         self.model = spec_of(self.model, "model")
         self.data = digits.dataset_arg(self.data, "data")
+        # as the command's --planner: one name, "all", repeats once. Until 2026-11-28
+        # methods="lyapunov" failed with "unknown planner 'l'", ("all",) as unknown, and an empty
+        # tuple with a ZeroDivisionError traceback after the processes had started
+        names = (self.methods,) if isinstance(self.methods, str) else tuple(self.methods)
+        self.methods = tuple(dict.fromkeys(m for x in names for m in (METHODS if x == "all" else (x,))))
+        if not self.methods:
+            raise ValueError(f"methods (--planner) must name at least one planner; known: {', '.join(METHODS)}")
         for m in self.methods:
             if m == "script" and self.script:
                 continue

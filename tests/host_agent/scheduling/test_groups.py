@@ -735,3 +735,19 @@ def test_pipelined_groups_of_a_model_with_in_place_layers_train_as_one_process(t
         opt.step()
     want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_the_configs_methods_take_what_the_commands_planner_takes():
+    """From a script, ``methods="lyapunov"`` failed with "unknown planner 'l'", ``("all",)`` was an
+    unknown planner, and ``()`` ran the processes and failed with a ZeroDivisionError traceback
+    (until 2026-11-28)."""
+    from host_agent.scheduling.groups.executor import GroupsConfig
+    from host_agent.scheduling.groups.planner import METHODS
+    assert GroupsConfig(methods="lyapunov", cgroups=False).methods == ("lyapunov",)
+    assert GroupsConfig(methods=("all",), cgroups=False).methods == METHODS
+    assert GroupsConfig(methods=["bsp", "all", "bsp"], cgroups=False).methods == ("bsp",) + tuple(
+        m for m in METHODS if m != "bsp")
+    with pytest.raises(ValueError, match=r"methods \(--planner\) must name at least one planner"):
+        GroupsConfig(methods=(), cgroups=False)
+    with pytest.raises(ValueError, match="unknown planner 'foo'"):
+        GroupsConfig(methods=("foo",), cgroups=False)
