@@ -204,6 +204,15 @@ def sign_test_p(wins: int, n: int) -> float:
     return sum(math.comb(n, k) for k in range(wins, n + 1)) / 2 ** n if n else 1.0
 
 
+def sign_test_steps() -> int:
+    """The fewest paired steps in which an unequal plan can pass the sign test (winning all):
+    with fewer, UMPIPE keeps its equal split whatever it measures (5)."""
+    n = 1
+    while sign_test_p(n, n) > SIGN_TEST_P:
+        n += 1
+    return n
+
+
 def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict | None]:
     """Each method's kept candidate after the tuning session (``measured``: :func:`summarize`'s
     rows, in the order of ``runs``): its fastest median -- except that UMPIPE keeps its
@@ -418,7 +427,9 @@ def _print(out: dict) -> None:
         if c:
             print(f"  UMPIPE kept {c[c['kept']]}: {c['unequal']} was faster than its equal split {c['equal']} in "
                   f"{c['unequal_steps_won']}/{c['steps']} paired steps (sign test p = {c['sign_test_p']:.2f}; "
-                  f"an unequal plan needs p <= {SIGN_TEST_P})")
+                  f"an unequal plan needs p <= {SIGN_TEST_P}"
+                  + (f"; with {c['steps']} paired steps none can pass: --tune-steps {sign_test_steps()} or more"
+                     if sign_test_p(c['steps'], c['steps']) > SIGN_TEST_P else "") + ")")
     k = (out.get("tuning") or {}).get("rescaled")
     if k:
         print(f"  the profile is stale: the tuning session ran its calibration configurations "

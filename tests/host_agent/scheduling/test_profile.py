@@ -733,3 +733,22 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
     its = [[1.0] * 4 + [2.0], [1.3] * 5, [1.05] * 5, [1.1] * 5, [1.2] * 5]
     kept, choice = cli.keep_tuned(two, [dict(measured_s=sorted(i)[2], iterations_s=i) for i in its])
     assert kept[0]["label"] == "umpipe #3" and choice["equal"] == "umpipe #3" and choice["unequal_steps_won"] == 4
+
+
+
+def test_too_few_tuning_steps_for_the_sign_test_are_said(capsys):
+    """With --tune-steps 3 an unequal plan that wins every step has p = 0.125: UMPIPE keeps its
+    equal split whatever it measures. Until 2026-11-28 the line said only "an unequal plan needs
+    p <= 0.05" (a CNN's unequal plan, 2 of 3 steps won)."""
+    from host_agent.scheduling.train import cli
+
+    assert cli.sign_test_steps() == 5
+    runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True)]
+    for n, said in ((3, True), (5, False)):
+        _, choice = cli.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * n),
+                                          dict(measured_s=1.1, iterations_s=[1.1] * n)])
+        assert choice["kept"] == ("equal" if n < 5 else "unequal")
+        cli._print(dict(model="m", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, candidates=2,
+                        tune_steps=n, tuning=dict(runs=[], umpipe_choice=choice), summary=dict(runs=[])))
+        out = capsys.readouterr().out
+        assert ("with 3 paired steps none can pass: --tune-steps 5 or more" in out) == said, out
