@@ -751,3 +751,19 @@ def test_the_configs_methods_take_what_the_commands_planner_takes():
         GroupsConfig(methods=(), cgroups=False)
     with pytest.raises(ValueError, match="unknown planner 'foo'"):
         GroupsConfig(methods=("foo",), cgroups=False)
+
+
+def test_a_trace_that_numbers_its_devices_from_1_is_told_they_are_numbered_from_0(tmp_path):
+    """A held-out trace of 4 devices numbered 1-4 against 4 processes was told to give 5 --quotas
+    values, without a word on the numbering (until 2026-11-28)."""
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "t.csv"
+    p.write_text("slot,device,quota\n0,1,0.3\n0,4,0.2\n1,2,0.1\n")
+    with pytest.raises(ValueError, match=r"t.csv:3: .* needs 5 values; devices are numbered from 0 and the trace "
+                                         r"never names device 0: if it numbers them from 1, subtract 1"):
+        quota_trace([0.3, 0.3, 0.3, 0.3], 2, str(p))
+    p.write_text("slot,device,quota\n0,0,0.3\n0,4,0.2\n")  # names device 0: another size, not another numbering
+    with pytest.raises(ValueError, match=r"needs 5 values$"):
+        quota_trace([0.3, 0.3, 0.3, 0.3], 2, str(p))
+    p.write_text("slot,device,quota\n0,1,0.3\n0,4,0.2\n")
+    assert quota_trace([0.3] * 5, 2, str(p)).shape == (2, 5)  # five processes: a valid trace
