@@ -14,6 +14,7 @@ from ..result_files import (
     add_result_file_options,
     check_result_files,
     keep_interrupted,
+    write_json,
     write_result_files,
 )
 from ..run_options import add_run_options, exit_on_sigterm, run_options_from
@@ -21,6 +22,21 @@ from . import executor
 from .executor import GroupsConfig
 from .planner import BUDGET_REFS, METHODS
 from .plot import plot_groups
+
+
+def keep_failed(path: str | None, part: dict) -> None:
+    """A failed run's finished slots (``part``, marked ``failed``) to ``--json``, said on stderr."""
+    if not path:
+        return
+    done, slots = part["failed"]["slots_done"], part["failed"]["slots"]
+    try:
+        write_json(path, part)
+    except OSError as e:
+        print(f"saatp train groups: the {done} of {slots} slots every method finished could not be kept: {e}",
+              file=sys.stderr)
+        return
+    print(f"saatp train groups: the {done} of {slots} slots every method finished before the failure are in "
+          f"{path} (marked failed)", file=sys.stderr)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,6 +87,9 @@ def run(args: argparse.Namespace) -> int:
         res.pop("final_params")
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train groups: {e}", file=sys.stderr)
+        part = getattr(e, "partial_result", None)
+        if part is not None:  # a rank failed: keep the slots every method had finished (lost until 2026-11-28)
+            keep_failed(args.json, part)
         return 2
     print(f"budget {res['budget']:.4g} per batch; load average {res['load_avg'][0]:.1f}")
     r = res.get("budget_reference")

@@ -178,7 +178,9 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     Interrupted (Ctrl-C: ``KeyboardInterrupt``; SIGTERM: ``SystemExit``) after a slot that every
     method finished, the exception carries the result of those slots as ``partial_result``
     (:func:`summarise`'s, with ``interrupted``), which ``saatp train groups`` writes to
-    ``--json``: until 2026-11-28 an interrupted run lost every slot it had run."""
+    ``--json``: until 2026-11-28 an interrupted run lost every slot it had run. A run that fails
+    (``RuntimeError``: a rank exited or hung) does the same, with ``failed`` (``slots_done``,
+    ``slots``, ``error``: the message's first line) in place of ``interrupted``."""
     so_far: dict = {}
     try:
         with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too
@@ -186,6 +188,14 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     except (KeyboardInterrupt, SystemExit) as e:
         partial = finished_slots(cfg, so_far)
         if partial is not None:
+            partial["out_dir"] = log_dir
+            e.partial_result = partial
+        raise
+    except RuntimeError as e:  # a rank that exited or hung: the slots before it are as good as any
+        partial = finished_slots(cfg, so_far)
+        if partial is not None:
+            done = partial.pop("interrupted")
+            partial["failed"] = dict(done, error=str(e).splitlines()[0] if str(e) else type(e).__name__)
             partial["out_dir"] = log_dir
             e.partial_result = partial
         raise

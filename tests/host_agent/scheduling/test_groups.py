@@ -767,3 +767,52 @@ def test_a_trace_that_numbers_its_devices_from_1_is_told_they_are_numbered_from_
         quota_trace([0.3, 0.3, 0.3, 0.3], 2, str(p))
     p.write_text("slot,device,quota\n0,1,0.3\n0,4,0.2\n")
     assert quota_trace([0.3] * 5, 2, str(p)).shape == (2, 5)  # five processes: a valid trace
+
+
+FAILING_MODEL = ("import os\n"
+                 "import torch.distributed as dist\n"
+                 "from torch import nn\n"
+                 "class FailOnSignal(nn.Module):\n"
+                 "    def forward(self, x):\n"
+                 "        if dist.is_initialized() and os.path.exists('fail_now'):\n"
+                 "            raise RuntimeError('told to fail')\n"
+                 "        return x\n"
+                 "def mlp():\n"
+                 "    return nn.Sequential(nn.Flatten(), FailOnSignal(), nn.Linear(64, 10))\n")
+
+
+@pytest.mark.slow
+def test_a_run_whose_rank_fails_keeps_the_slots_every_method_finished(tmp_path, monkeypatch, capsys):
+    """A rank that exits in slot 2 of 6: the command wrote nothing, and 2 finished slots (a 40-slot
+    run: up to ten minutes) were lost (until 2026-11-28)."""
+    import json
+    import sys
+
+    from emulation.cli import main
+    from host_agent.scheduling.groups import executor
+    (tmp_path / "failing_model.py").write_text(FAILING_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "failing_model", raising=False)
+    real_run = executor.run
+
+    def run(cfg, progress=None, log_dir=None):
+        def told(t, d):
+            progress(t, d)
+            if t == 1:  # after slot 1: every rank's next forward fails
+                (tmp_path / "fail_now").write_text("")
+        return real_run(cfg, progress=told, log_dir=log_dir)
+
+    monkeypatch.setattr(executor, "run", run)
+    out = tmp_path / "r.json"
+    rc = main(["train", "groups", "--planner", "bsp", "--planner", "lbbsp", "--model", "failing_model:mlp",
+               "--slots", "6", "--iters", "2", "--quotas", "0.5,0.5", "--no-cgroups", "--log-dir",
+               str(tmp_path / "logs"), "--json", str(out)])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "told to fail" in err
+    assert f"the 2 of 6 slots every method finished before the failure are in {out}" in err
+    res = json.loads(out.read_text())
+    assert res["failed"]["slots_done"] == 2 and res["failed"]["slots"] == 6 and "failed" in res["failed"]["error"]
+    assert "interrupted" not in res
+    assert [len(res["runs"][m]["slots"]) for m in ("bsp", "lbbsp")] == [2, 2]
