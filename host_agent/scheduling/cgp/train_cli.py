@@ -19,6 +19,7 @@ from ..result_files import (
     add_result_file_options,
     check_result_files,
     keep_interrupted,
+    write_json,
     write_result_files,
 )
 from ..run_options import add_run_options, exit_on_sigterm, require, run_options_from
@@ -54,6 +55,23 @@ def keep_finished(runs: dict, interrupted: str, planned: list[str], args: argpar
     res = dict(runs=runs, target_acc=args.target, interrupted=interrupted, not_run=planned[planned.index(interrupted):])
     keep_interrupted("saatp train cgp", args.json, res, f" during {interrupted}",
                      f"the {len(runs)} finished method(s) ({', '.join(runs)})")
+
+
+def keep_failed(runs: dict, failed: str, planned: list[str], args: argparse.Namespace, e: Exception) -> None:
+    """Method ``failed`` failed (a rank exited or hung): write the methods that had finished to
+    ``--json`` as :func:`keep_finished` does, marked ``failed`` (the method) with ``error`` (the
+    message's first line). Until 2026-11-28 they were lost."""
+    if not runs or not args.json:
+        return
+    res = dict(runs=runs, target_acc=args.target, failed=failed, error=(str(e).splitlines() or [""])[0],
+               not_run=planned[planned.index(failed):])
+    what = f"the {len(runs)} finished method(s) ({', '.join(runs)})"
+    try:
+        write_json(args.json, res)
+    except OSError as err:
+        print(f"saatp train cgp: {what} could not be kept: {err}", file=sys.stderr)
+        return
+    print(f"saatp train cgp: {failed} failed; {what} are in {args.json} (marked failed)", file=sys.stderr)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -104,8 +122,13 @@ def run(args: argparse.Namespace) -> int:
             except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM (exit 143)
                 keep_finished(runs, name, list(plans), args)
                 raise
+            except RuntimeError as e:  # a rank exited or hung: the methods before it are kept
+                e.failed_method = (runs, name, list(plans))
+                raise
     except (ValueError, RuntimeError, OSError) as e:
         print(f"saatp train cgp: {e}", file=sys.stderr)
+        if getattr(e, "failed_method", None):
+            keep_failed(*e.failed_method, args, e)
         return 2
     cmp = compare(runs, args.target)
     w = max(15, *(len(n) for n in runs))  # the ablation's names are longer than the methods'

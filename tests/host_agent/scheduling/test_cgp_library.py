@@ -509,3 +509,28 @@ def test_a_run_refused_before_any_process_starts_leaves_no_directory(tmp_path, m
         train_cgp("digits-cnn", (d.x_train, d.y_train, d.x_test, d.y_test), CGPConfig(duration_s=1.0, trace=str(bad)))
     assert [p.name for p in tmp_path.iterdir()] == ["bad.csv"]
     assert "left in" not in capsys.readouterr().err
+
+
+def test_a_failed_method_of_train_cgp_keeps_the_methods_that_finished(tmp_path, monkeypatch, capsys):
+    """A rank of the third method exits (RuntimeError from the launcher): the two finished methods
+    were lost (until 2026-11-28); now they are in --json, marked with the method that failed."""
+    import json
+
+    from emulation.cli import main
+    from host_agent.scheduling.cgp import train_cli
+    calls = []
+
+    def fake_train_cgp(model, data, cfg, target_acc, log_dir):
+        calls.append(cfg.mode)
+        if len(calls) == 3:
+            raise RuntimeError(f"train_cgp ({cfg.mode}) failed: process 2 (killed by SIGKILL) ended the run\nlogs")
+        return {"mode": cfg.mode, "final_acc": 0.5}
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train_cgp)
+    out = tmp_path / "new" / "cgp.json"
+    assert main(["train", "cgp", "--method", "all", "--no-cgroups", "--json", str(out)]) == 2
+    res = json.loads(out.read_text())
+    assert list(res["runs"]) == calls[:2] and res["failed"] == calls[2] and res["not_run"][0] == calls[2]
+    assert res["error"] == f"train_cgp ({calls[2]}) failed: process 2 (killed by SIGKILL) ended the run"
+    assert "interrupted" not in res
+    err = capsys.readouterr().err
+    assert f"saatp train cgp: {calls[2]} failed; the 2 finished method(s) ({', '.join(calls[:2])}) are in {out}" in err
