@@ -33,16 +33,20 @@ class LayerCosts:
     # layers that work on their input in place (nn.ReLU(inplace=True)): they cannot take a
     # received activation as it is (a leaf that requires grad), see :func:`stage_needs_copy`
     in_place: tuple[bool, ...] = ()
+    # layers whose output is not floating point (token ids through a parameter-free layer): a
+    # pipeline message carries float32, so the next stage turns it back (:func:`stage_takes_ids`)
+    int_out: tuple[bool, ...] = ()
 
     def to_dict(self) -> dict:
         return {"alpha": self.alpha.tolist(), "beta": self.beta.tolist(), "param_bytes": self.param_bytes.tolist(),
                 "out_bytes": self.out_bytes.tolist(), "out_shapes": [list(s) for s in self.out_shapes],
-                "in_place": [bool(v) for v in self.in_place]}
+                "in_place": [bool(v) for v in self.in_place], "int_out": [bool(v) for v in self.int_out]}
 
     @classmethod
     def from_dict(cls, d: dict) -> LayerCosts:
         return cls(np.array(d["alpha"]), np.array(d["beta"]), np.array(d["param_bytes"]), np.array(d["out_bytes"]),
-                   [tuple(s) for s in d["out_shapes"]], tuple(bool(v) for v in d.get("in_place", ())))
+                   [tuple(s) for s in d["out_shapes"]], tuple(bool(v) for v in d.get("in_place", ())),
+                   tuple(bool(v) for v in d.get("int_out", ())))
 
     @property
     def n(self) -> int:
@@ -77,6 +81,14 @@ def stage_needs_copy(c: LayerCosts, layers: nn.Sequential, lo: int, hi: int) -> 
     return False
 
 
+def stage_takes_ids(c: LayerCosts, lo: int) -> bool:
+    """Whether a pipeline stage starting at layer ``lo`` (> 0) receives integers (token ids) that
+    travelled as float32: a stage of an ``nn.Embedding`` after a parameter-free layer on the ids
+    failed every rank with "Expected tensor for argument #1 'indices' to have one of the following
+    scalar types: Long, Int; but got torch.FloatTensor" (until 2026-11-28)."""
+    return 0 < lo <= len(c.int_out) and c.int_out[lo - 1]
+
+
 def _time_layer(layer: nn.Module, x: torch.Tensor, min_s: float) -> float:
     # integer inputs (token ids into an Embedding) take no gradient; the layer's own
     # parameters still do (until 2026-11-27 (22:00 UTC) requires_grad_ on them failed the whole run)
@@ -104,7 +116,7 @@ def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s:
     try:
         lo, hi = sizes
         times = np.zeros((2, len(layers)))
-        shapes, out_bytes, in_place = [], [], []
+        shapes, out_bytes, in_place, int_out = [], [], [], []
         for i, b in enumerate((lo, hi)):
             h = x[:1].expand(b, *x.shape[1:]).contiguous()
             for l, layer in enumerate(layers):
@@ -114,6 +126,7 @@ def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s:
                 with torch.no_grad():
                     h = layer(h)
                 if i == 0:
+                    int_out.append(not h.is_floating_point())
                     shapes.append(tuple(h.shape[1:]))
                     out_bytes.append(4.0 * int(np.prod(h.shape[1:])))
         beta = np.maximum((times[1] - times[0]) / (hi - lo), 1e-9)
@@ -130,7 +143,7 @@ def profile_layers(layers: nn.Sequential, x: torch.Tensor, sizes=(8, 64), min_s:
         beta = beta * (wb / beta.sum())
         alpha = alpha * (wa / alpha.sum()) if alpha.sum() > 0 else alpha
         pb = np.array([4.0 * sum(p.numel() for p in layer.parameters()) for layer in layers])
-        return LayerCosts(alpha, beta, pb, np.array(out_bytes), shapes, tuple(in_place))
+        return LayerCosts(alpha, beta, pb, np.array(out_bytes), shapes, tuple(in_place), tuple(int_out))
     finally:
         torch.set_num_threads(threads)
 

@@ -44,7 +44,7 @@ from ..pipeline.wire import Buffers
 from ..progress import Heartbeat
 from ..rank_processes import join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
-from .costs import LayerCosts, op_work, stage_needs_copy
+from .costs import LayerCosts, op_work, stage_needs_copy, stage_takes_ids
 from .plan import ExecPlan, Group, transfers
 from .sampler import ShareSampler
 
@@ -81,6 +81,14 @@ class CopyInput(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.clone()
+
+
+class AsIds(nn.Module):
+    """A stage's first op when the previous stage's output is integers (token ids, which a
+    pipeline message carries as float32, exact below 2^24): them as int64 again."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.detach().round().long()
 
 
 class MethodState:
@@ -268,6 +276,8 @@ class Worker:
             # a layer that works in place must not write to the received activations (a leaf
             # that requires grad, in the runtime's receive buffer): it gets a copy
             module = nn.Sequential(CopyInput(), *module)
+        if k > 0 and stage_takes_ids(self.costs, lo):
+            module = nn.Sequential(AsIds(), *module)  # token ids travel as float32
         rows = grp.microbatches()
         order = [("F", j) for j in range(len(rows))] + [("B", j) for j in reversed(range(len(rows)))]
         shapes = [self.costs.out_shapes[grp.bounds[s + 1] - 1] for s in range(K)]

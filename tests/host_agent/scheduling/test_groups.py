@@ -816,3 +816,58 @@ def test_a_run_whose_rank_fails_keeps_the_slots_every_method_finished(tmp_path, 
     assert res["failed"]["slots_done"] == 2 and res["failed"]["slots"] == 6 and "failed" in res["failed"]["error"]
     assert "interrupted" not in res
     assert [len(res["runs"][m]["slots"]) for m in ("bsp", "lbbsp")] == [2, 2]
+
+
+IDS_MODEL = ("import torch\n"
+             "from torch import nn\n"
+             "class Clip(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.clamp(0, 29)\n"
+             "class MeanPool(nn.Module):\n"
+             "    def forward(self, x):\n"
+             "        return x.mean(dim=1)\n"
+             "def model():\n"
+             "    return nn.Sequential(Clip(), nn.Embedding(30, 8), MeanPool(), nn.Linear(8, 3))\n"
+             "def data():\n"
+             "    g = torch.Generator().manual_seed(0)\n"
+             "    x = torch.randint(0, 30, (200, 6), generator=g)\n"
+             "    y = x[:, 0] % 3\n"
+             "    return x[:160], y[:160], x[160:], y[160:]\n")
+
+
+@pytest.mark.slow
+def test_a_pipeline_stage_after_a_layer_that_outputs_token_ids_gets_them_as_integers(tmp_path, monkeypatch):
+    """A parameter-free layer on token ids, then an ``nn.Embedding`` in the next stage: the ids
+    travel as float32 and the Embedding failed every rank ("Expected tensor for argument #1
+    'indices' to have one of the following scalar types: Long, Int; but got torch.FloatTensor";
+    until 2026-11-28). The groups train as one process does."""
+    import sys
+
+    from host_agent.scheduling.groups.costs import profile_layers, stage_takes_ids
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    (tmp_path / "ids_model.py").write_text(IDS_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ids_model", raising=False)
+    import ids_model
+    data = digits.dataset_of("ids_model:data", 0)
+    costs = profile_layers(ids_model.model(), data.x_train[:1], sizes=(2, 4), min_s=0.001)
+    assert costs.int_out == (True, False, False, False)
+    assert stage_takes_ids(costs, 1) and not stage_takes_ids(costs, 2) and not stage_takes_ids(costs, 0)
+    p0 = ExecPlan((Group((0, 1), (0, 1, 4), 8, 32),), 4).to_dict()
+    p1 = ExecPlan((Group((2, 0, 1), (0, 1, 2, 4), 8, 20), Group((3,), (0, 4), 8, 12)), 4).to_dict()
+    cfg = GroupsConfig(methods=("script",), model="ids_model:model", data="ids_model:data", script=(p0, p1),
+                       slots=2, iters=2, B=32, lr=0.05, base_quotas=(1.0, 1.0, 1.0, 1.0), cgroups=False)
+    res = run(cfg)
+    assert all(s["max_group_diff"] == 0.0 and s["finite"] for s in res["runs"]["script"]["slots"])
+    torch.manual_seed(0)
+    m = ids_model.model()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    s = ShareSampler(len(data.x_train), 32, seed=0)
+    for step in range(4):
+        idx = s.batch(step)
+        opt.zero_grad()
+        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 32).backward()
+        opt.step()
+    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
