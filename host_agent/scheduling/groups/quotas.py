@@ -104,11 +104,14 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
     if kind == "quota" and base is None:
         raise ValueError(f"{path}: a quota trace needs the base quotas")
     if base is not None and warn:
+        # only the rows of slots the run reaches (a trace longer than the run is cut; until
+        # 2026-11-28 a 5-slot run was warned of its trace's slot 5, which it never ran)
         if kind == "quota":
-            low = [(ln, s, d, f"quota {x:g}") for (s, d, x), ln in zip(rows, lines) if x < MIN_QUOTA - 1e-9]
+            low = [(ln, s, d, f"quota {x:g}") for (s, d, x), ln in zip(rows, lines)
+                   if x < MIN_QUOTA - 1e-9 and s < slots]
         else:
             low = [(ln, s, d, f"base {float(base[d]):g} / factor {x:g} = {float(base[d]) / x:.3g}")
-                   for (s, d, x), ln in zip(rows, lines) if float(base[d]) / x < MIN_QUOTA - 1e-9]
+                   for (s, d, x), ln in zip(rows, lines) if float(base[d]) / x < MIN_QUOTA - 1e-9 and s < slots]
         _warn_clamped(path, low)
     if kind == "quota":
         rows = [(s, d, float(base[d]) / q) for s, d, q in rows]

@@ -871,3 +871,14 @@ def test_a_pipeline_stage_after_a_layer_that_outputs_token_ids_gets_them_as_inte
         opt.step()
     want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_trace_longer_than_the_run_is_not_warned_of_the_slots_the_run_never_reaches(tmp_path, capsys):
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "long.csv"
+    p.write_text("slot,device,quota\n1,0,0.05\n5,1,0.05\n")
+    quota_trace([0.3, 0.3], 5, str(p))  # slots 0-4: the row of slot 5 never applies
+    err = capsys.readouterr().err
+    assert f"{p}:2: slot 1, device 0" in err and "slot 5" not in err
+    quota_trace([0.3, 0.3], 6, str(p))
+    assert f"{p}:3: slot 5, device 1" in capsys.readouterr().err
