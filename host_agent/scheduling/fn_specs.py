@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import types
 
 
 def load_fn(spec: str, what: str):
@@ -58,6 +59,13 @@ def spec_of(fn, what: str) -> str:
     function (another process can load it); ValueError naming ``what`` otherwise."""
     if isinstance(fn, str):
         return fn
+    if not isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+        # an instance (a model already built: train_cgp(net(), ...)): until 2026-11-28 it became
+        # "torch.nn.modules.container:" and failed with "module ... has no attribute ''" (or, in
+        # GroupsConfig, only when the run loaded it)
+        raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function that builds it (every "
+                         f"rank process calls it for a copy of its own), got a {type(fn).__name__} object: pass "
+                         f"the function itself (f, not f())")
     mod, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
     if not mod or "<" in name or "." in name:
         raise ValueError(f"{what} must be 'MODULE:FN' or an importable top-level function: {name or repr(fn)} is "

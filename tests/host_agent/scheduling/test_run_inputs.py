@@ -665,3 +665,26 @@ def test_quotas_above_one_cpu_are_warned(tmp_path, capsys):
             "one thread") in capsys.readouterr().err
     warn_above_one_cpu(quota_trace([0.3, 1.0], 2, None, warn=False))  # 1 CPU is not above
     assert capsys.readouterr().err == ""
+
+
+def test_a_model_already_built_is_refused_asking_for_the_function_that_builds_it():
+    """``train_cgp(net(), ...)`` (the model, not its function) failed with "cannot load model
+    'torch.nn.modules.container:': module ... has no attribute ''", and ``GroupsConfig`` took it
+    until the run loaded it (until 2026-11-28)."""
+    import functools
+
+    from torch import nn
+
+    from host_agent.scheduling import digits
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    from host_agent.scheduling.fn_specs import spec_of
+    from host_agent.scheduling.groups.executor import GroupsConfig
+    want = r"model must be .* that builds it .*got a Sequential object: pass the function itself \(f, not f\(\)\)"
+    with pytest.raises(ValueError, match=want):
+        GroupsConfig(model=digits.cnn(), cgroups=False)
+    with pytest.raises(ValueError, match=r"model_fn must be .*got a Sequential object"):
+        train_cgp(nn.Sequential(nn.Flatten(), nn.Linear(64, 10)), "digits", CGPConfig(duration_s=1.0, cgroups=False))
+    with pytest.raises(ValueError, match="got a partial object"):
+        spec_of(functools.partial(digits.cnn, 16), "model")
+    assert spec_of(digits.cnn, "model") == "host_agent.scheduling.digits:cnn"
+    assert spec_of(digits.Dataset, "data") == "host_agent.scheduling.digits:Dataset"  # a class builds too
