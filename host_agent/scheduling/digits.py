@@ -107,8 +107,10 @@ def loss_sum(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    """On a copy of ``x``: a first layer that works in place (``nn.LeakyReLU(inplace=True)``)
+    changed the test split at every evaluation (until 2026-11-28)."""
     model.eval()
-    acc = float((model(x).argmax(dim=1) == y).float().mean())
+    acc = float((model(x.clone()).argmax(dim=1) == y).float().mean())
     model.train()
     return acc
 
@@ -121,7 +123,7 @@ def accuracy_of(model: nn.Module, w: torch.Tensor, data: Dataset, batch: int = 2
     nn.utils.vector_to_parameters(w, model.parameters())
     if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats for m in model.modules()):
         from torch.optim.swa_utils import update_bn
-        update_bn([data.x_train[i:i + batch] for i in range(0, len(data.x_train), batch)], model)
+        update_bn([data.x_train[i:i + batch].clone() for i in range(0, len(data.x_train), batch)], model)
     return accuracy(model, data.x_test, data.y_test)
 
 

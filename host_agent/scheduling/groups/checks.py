@@ -23,7 +23,9 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
     was = model.training
     model.eval()
     try:
-        for split, x in (("inputs", data.x_train[:samples]), ("test inputs", data.x_test[:samples])):
+        # copies: a first layer that works in place changed the data set's first samples in the
+        # parent (which then saved them for the ranks and tested on them; until 2026-11-28)
+        for split, x in (("inputs", data.x_train[:samples].clone()), ("test inputs", data.x_test[:samples].clone())):
             try:
                 with torch.no_grad():
                     out = model(x)
@@ -68,7 +70,7 @@ def check_every_token_input(model: nn.Module, data: Dataset, model_name: str, ch
         for i in range(0, len(x), chunk):
             try:
                 with torch.no_grad():
-                    model(x[i:i + chunk])
+                    model(x[i:i + chunk].clone())
             except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the samples
                 raise ValueError(f"model {model_name} fails on the data set's {split} {i}-{min(i + chunk, len(x)) - 1} "
                                  f"(of {len(x)}; integer inputs up to {int(x.max())}, an nn.Embedding needs more "
@@ -82,7 +84,7 @@ def least_batch(model: nn.Module, x: torch.Tensor) -> int:
     m = copy.deepcopy(model).train()
     try:
         with torch.no_grad():
-            m(x[:1])
+            m(x[:1].clone())
     except Exception:  # noqa: BLE001 - whatever the user's layers raise on one sample
         return 2
     return 1

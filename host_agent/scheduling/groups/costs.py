@@ -67,8 +67,8 @@ def _works_in_place(layer: nn.Module, x: torch.Tensor) -> bool:
 
 
 def stage_needs_copy(c: LayerCosts, layers: nn.Sequential, lo: int, hi: int) -> bool:
-    """Whether a pipeline stage of layers [lo, hi) that is not the first must get a copy of its
-    received activations: a layer that works in place reaches them before any layer with
+    """Whether a pipeline stage of layers [lo, hi) must get a copy of its input (the received
+    activations; on the first stage, each microbatch): a layer that works in place reaches it before any layer with
     parameters has made a tensor of its own (parameter-free layers before it, a Flatten, may
     pass a view of the input through). The runtime makes the received activations a leaf that
     requires grad, on which an in-place op fails every rank ("a view of a leaf Variable that

@@ -146,7 +146,7 @@ class Worker:
         self.iteration(st, plan, 0, {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "sync": [],
                                      "phases": [], "losses": []})
         b = min(PROBE_BATCH, len(self.X))
-        digits.loss_sum(self.probe_model(self.X[:b]), self.Y[:b]).backward()
+        digits.loss_sum(self.probe_model(self.X[:b].clone()), self.Y[:b]).backward()
         self.probe_model.zero_grad()
 
     # ------------------------------------------------------------------ commands
@@ -181,7 +181,9 @@ class Worker:
         (several quota periods: a shorter probe would run inside one period's quota at full
         speed). ``b`` is near a replica's share, so the fixed per-pass cost, which the
         start-up profile fits least well, weighs as in real iterations."""
-        x, y = self.X[:b], self.Y[:b]
+        # a copy: a first layer that works in place (nn.LeakyReLU(inplace=True)) changed the
+        # training split's first samples at every pass (until 2026-11-28)
+        x, y = self.X[:b].clone(), self.Y[:b]
         reps, t0 = 0, tick()
         while reps < 1 or tick() - t0 < min_s:
             digits.loss_sum(self.probe_model(x), y).backward()
@@ -272,9 +274,13 @@ class Worker:
         module = nn.Sequential(*list(st.layers)[lo:hi])
         for p in module.parameters():
             p.grad = None
-        if k > 0 and stage_needs_copy(self.costs, st.layers, lo, hi):
+        if stage_needs_copy(self.costs, st.layers, lo, hi):
             # a layer that works in place must not write to the received activations (a leaf
-            # that requires grad, in the runtime's receive buffer): it gets a copy
+            # that requires grad, in the runtime's receive buffer), nor, on the first stage, to a
+            # microbatch of the batch: the microbatches are views of one tensor, sharing its
+            # version counter, so the next one's write failed the previous one's backward ("one
+            # of the variables needed for gradient computation has been modified by an inplace
+            # operation"; until 2026-11-28). It gets a copy
             module = nn.Sequential(CopyInput(), *module)
         if k > 0 and stage_takes_ids(self.costs, lo):
             module = nn.Sequential(AsIds(), *module)  # token ids travel as float32

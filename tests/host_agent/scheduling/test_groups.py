@@ -882,3 +882,61 @@ def test_a_trace_longer_than_the_run_is_not_warned_of_the_slots_the_run_never_re
     assert f"{p}:2: slot 1, device 0" in err and "slot 5" not in err
     quota_trace([0.3, 0.3], 6, str(p))
     assert f"{p}:3: slot 5, device 1" in capsys.readouterr().err
+
+
+LEAKY_FIRST = ("from torch import nn\n"
+               "def cnn():\n"
+               "    return nn.Sequential(nn.LeakyReLU(0.1, inplace=True), nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(),\n"
+               "                         nn.Flatten(), nn.Linear(256, 10))\n")
+
+
+def test_the_parents_checks_and_evaluation_leave_the_data_set_as_it_is_for_a_first_layer_in_place():
+    """``nn.LeakyReLU(inplace=True)`` first: the checks ran the model on views of the data set, and
+    every evaluation on the test split itself, so its negative values shrank tenfold at each
+    (until 2026-11-28)."""
+    from host_agent.scheduling.groups.checks import check_every_token_input, check_model_on_data, least_batch
+    ns: dict = {}
+    exec(LEAKY_FIRST, ns)
+    m = ns["cnn"]()
+    d = digits.load(0)
+    before = (d.x_train.clone(), d.x_test.clone())
+    check_model_on_data(m, d, "m")
+    least_batch(m, d.x_train)
+    check_every_token_input(m, d, "m")
+    torch.manual_seed(0)
+    w = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    a = [digits.accuracy_of(m, w, d) for _ in range(3)]
+    assert torch.equal(d.x_train, before[0]) and torch.equal(d.x_test, before[1])
+    assert a[0] == a[1] == a[2]
+
+
+@pytest.mark.slow
+def test_a_first_layer_in_place_trains_as_one_process(tmp_path, monkeypatch):
+    """The ranks' warm-up and speed probes ran the model on a view of their training split, so a
+    first layer in place changed its first samples (negatives x 0.1 at every pass) and the groups
+    trained on other data than one process would (until 2026-11-28)."""
+    import sys
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    (tmp_path / "leaky_model.py").write_text(LEAKY_FIRST)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "leaky_model", raising=False)
+    import leaky_model
+    p0 = ExecPlan((Group((1,), (0, 5), 64, 64),), 5).to_dict()  # rank 0 idle: it probes
+    p1 = ExecPlan((Group((0, 1), (0, 2, 5), 16, 64),), 5).to_dict()
+    cfg = GroupsConfig(methods=("script",), model="leaky_model:cnn", script=(p0, p1), world=2, slots=2, iters=3,
+                       B=64, lr=0.05, base_quotas=(1.0, 1.0), cgroups=False)
+    res = run(cfg)
+    data = digits.load(0)
+    torch.manual_seed(0)
+    m = leaky_model.cnn()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+    s = ShareSampler(len(data.x_train), 64, seed=0)
+    for step in range(6):
+        idx = s.batch(step)
+        opt.zero_grad()
+        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 64).backward()
+        opt.step()
+    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
