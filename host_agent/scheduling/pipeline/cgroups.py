@@ -81,18 +81,20 @@ class CpuQuotas:
     def create(self, name: str, quota: float | None) -> str:
         """A cgroup ``<prefix>-<name>`` limited to ``quota`` CPUs (None: no limit, only the
         high ``cpu.shares``); returns its path."""
+        if quota is not None and quota <= 0:
+            raise ValueError(f"CPU quota must be > 0, got {quota}")
+        if quota is not None:
+            check_settable([quota], self.period_us, what="a CPU quota of")
         why = unavailable_reason()
         if why:
             raise RuntimeError(why)
-        if quota is not None and quota <= 0:
-            raise ValueError(f"CPU quota must be > 0, got {quota}")
         path = os.path.join(CPU_ROOT, f"{self.prefix}-{name}")
         os.mkdir(path)
         self.created.append(path)
         with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
             f.write(str(self.period_us))
         with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-            f.write("-1" if quota is None else str(max(1000, int(round(quota * self.period_us)))))
+            f.write("-1" if quota is None else str(int(round(quota * self.period_us))))
         with open(os.path.join(path, "cpu.shares"), "w") as f:
             f.write(str(self.shares))
         return path
@@ -124,9 +126,32 @@ class CpuQuotas:
         self.remove()
 
 
+PERIOD_US = 10_000  # CpuQuotas' default period
+KERNEL_MIN_QUOTA_US = 1000  # the least cpu.cfs_quota_us the kernel takes (1 ms)
+
+
+def min_quota(period_us: int = PERIOD_US) -> float:
+    """The least CPU quota a cgroup takes at ``period_us`` (0.1 CPU at 10 ms)."""
+    return KERNEL_MIN_QUOTA_US / period_us
+
+
+def check_settable(quotas, period_us: int = PERIOD_US, what: str | None = None) -> None:
+    """ValueError for a quota below :func:`min_quota`: the kernel refuses a ``cfs_quota_us``
+    below 1 ms, and until 2026-11-28 such a quota was raised to it without a word (a stage
+    given 0.05 CPU ran at 0.1 while the cost model predicted it at 0.05: +221 %; ``--quota
+    auto`` on 13 stages or more of this 2-core host gave quotas below 0.1 too)."""
+    least = min_quota(period_us)
+    for s, q in enumerate(quotas):
+        if q is not None and int(round(q * period_us)) < KERNEL_MIN_QUOTA_US:
+            raise ValueError(f"{what or f'stage {s} has a CPU quota of'} {q:g} CPU, below {least:g} CPU, the least a "
+                             f"cgroup takes (the kernel's smallest cfs_quota_us is {KERNEL_MIN_QUOTA_US} us per "
+                             f"{period_us / 1000:g} ms period): --quota and --slow take {least:g} or more")
+
+
 def default_quota(stages: int) -> float:
-    """CPUs per stage when 60% of the host's cores are shared out evenly (at most one each)."""
-    return round(min(1.0, 0.6 * (os.cpu_count() or 1) / stages), 3)
+    """CPUs per stage when 60% of the host's cores are shared out evenly (at most one each, at
+    least :func:`min_quota`)."""
+    return max(min_quota(), round(min(1.0, 0.6 * (os.cpu_count() or 1) / stages), 3))
 
 
 def oversubscribed(quotas: list[float | None], cores: int | None = None) -> str | None:

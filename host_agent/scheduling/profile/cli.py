@@ -203,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         quotas = cgroups.stage_quotas(args.stages, parse_quota(args.quota, args.stages), args.slow)
+        cgroups.check_settable(quotas)  # below 0.1 CPU was raised to it without a word
         note = cgroups.oversubscribed(quotas)
         if note:
             print(note, flush=True)

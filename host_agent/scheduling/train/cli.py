@@ -496,6 +496,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         spec = load_model(args.model)
         quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)
+        cgroups.check_settable(quotas)  # below 0.1 CPU was raised to it without a word
         note = cgroups.oversubscribed(quotas)
         if note:
             print(note, flush=True)
