@@ -343,7 +343,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
                 seen = est[m].implied_speeds(meas, plan)
                 qmoved = jumped(est[m].speed, seen, act)
                 part = iters[len(first["iters"]):] if first else iters
-                pl.observe(plan, info["predicted_s"], float(np.mean(part)), qmoved)
+                pl.observe(plan, info["predicted_s"], float(np.mean(part)), qmoved, kind=info.get("kind"))
                 pl.observe_setup(plan, part)
                 qmoved = qmoved or bool(first and active_jumped)  # an active process's quota moved in the slot
                 est[m].update(meas, plan, model_bytes)

@@ -46,6 +46,9 @@ MEMORY = 1e12  # bytes: the model fits everywhere on this host
 # an untried pipelined kind's correction over the replica kinds' it borrows: on 2026-11-27 the
 # model under-predicted replicas by about a quarter and pipelines by about half (1.5 / 1.25)
 PIPELINE_PRIOR = 1.2
+# an active process this much slower than the fastest active one makes a plan's kind a
+# straggler's (see kind_of)
+STRAGGLER = 0.4
 
 
 @dataclass
@@ -161,10 +164,22 @@ def new_stages(plan: ExecPlan) -> set[tuple[int, int, int]]:
             for k, r in enumerate(g.ranks)}
 
 
-def kind_of(plan: ExecPlan) -> tuple[int, bool]:
-    """What the model's error depends on most here: the number of active processes and
-    whether any group is a pipeline."""
-    return len(plan.active), any(len(g.ranks) > 1 for g in plan.groups)
+def kind_of(plan: ExecPlan, speed=None) -> tuple[int, bool, bool]:
+    """What the model's error depends on most here: the number of active processes, whether
+    any group is a pipeline, and (given the speeds the plan was chosen with) whether an active
+    process is a straggler, below :data:`STRAGGLER` x the fastest active one's speed. A
+    process throttled to 0.1 CPU waits out most of every 10-ms CFS period, in its passes and
+    in the all-reduce: on 2026-11-28 the planner kept such a process beside one at 0.3 CPU
+    with a water-filled fifth of the batch, predicted 83 ms, measured 136 and 159 ms in two
+    slots, while LB-BSP ran the 0.3-CPU process alone at 75-112 ms. Those slots' errors had
+    been pooled with the two-process slots of similar speeds (ratios about 1), whose median
+    hid them."""
+    act = list(plan.active)
+    slow = False
+    if speed is not None and len(act) > 1:
+        v = [float(speed[r]) for r in act]
+        slow = min(v) < STRAGGLER * max(v)
+    return len(act), any(len(g.ranks) > 1 for g in plan.groups), slow
 
 
 def track_speed(old: float, new: float, ema: float = 0.5, jump: float = JUMP) -> float:
@@ -349,22 +364,24 @@ class SlotPlanner:
                 continue
             mig = 0.0 if old is None else self.mig_time(est, transfers(old, ex.holdings(world)))
             mig += self.setup_s if new_stages(ex) - self.stages_run else 0.0
-            T = p.batch_time * self.correction(kind_of(ex)) + mig / self.iters
+            kind = kind_of(ex, est.speed)
+            T = p.batch_time * self.correction(kind) + mig / self.iters
             c = float(self.price[list(ex.active)].sum()) * T
             score = self.V * T / self.t_ref + self.Q * c / self.budget
             if best is None or (score, T) < best[0]:
                 best = ((score, T), ex, dict(predicted_s=p.batch_time, predicted_migration_s=mig,
                                               predicted_cost=c, score=score,
-                                              correction=self.correction(kind_of(ex))))
+                                              correction=self.correction(kind), kind=kind))
         if best is None:
             raise ValueError(f"{self.method}: no plan for a batch of {self.model.B} gives every pass at least "
                              f"{self.min_microbatch} samples, which the model needs (a batch-norm layer does not "
                              f"train on one sample): a larger --batch would")
         return best[1], best[2]
 
-    def correction(self, kind: tuple[int, bool]) -> float:
+    def correction(self, kind: tuple) -> float:
         """Measured over predicted batch time of earlier slots with plans of this ``kind``
-        (active processes, whether a group is a pipeline; median of the last
+        (:func:`kind_of`: active processes, whether a group is a pipeline, whether a process
+        straggles; median of the last
         :data:`HISTORY`): what the model misses of running k processes at once on this host
         (contention, all-reduce and pipeline messages through CPU-limited processes). A
         median, so the slots where a quota fell after the decision do not count as model
@@ -378,7 +395,8 @@ class SlotPlanner:
         not recorded, kept a kind untried after it had run (the 2026-11-27 runs: 47 pipelined
         slots, 32 of them decided at correction 1.0, measured at 1.5x their prediction).
 
-        A pipelined kind borrows from the measured pipelined kinds when there are any; else
+        A straggler's kind borrows from the measured straggler kinds when there are any. A
+        pipelined kind borrows from the measured pipelined kinds when there are any; else
         it takes the replicas' correction times :data:`PIPELINE_PRIOR` (until 2026-11-28 the
         replicas' alone: in a quiet-host run of 2026-11-28 the planner ran pipelines in two
         slots after process 0 fell to 0.1 CPU, borrowed the replicas' correction for them,
@@ -394,17 +412,23 @@ class SlotPlanner:
                 seen = piped
             else:
                 prior = PIPELINE_PRIOR
+        if len(kind) > 2 and kind[2]:  # a straggler's kind: from the measured ones, if any
+            seen = {k: c for k, c in seen.items() if len(k) > 2 and k[2]} or seen
         same = [c for k, c in seen.items() if k[0] == kind[0]]
         return prior * max(same or list(seen.values()) or [1.0])
 
-    def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False) -> None:
+    def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False,
+                kind: tuple | None = None) -> None:
         """Record a slot's predicted and measured batch time (both without migration), unless
         an active process's speed jumped during the slot (``quota_moved``: see :func:`jumped`;
-        then the error is the trace's, which no model of the host can predict)."""
+        then the error is the trace's, which no model of the host can predict). ``kind``: the
+        plan's kind as :meth:`choose` judged it (its ``info["kind"]``, with the speeds of that
+        decision); without it, :func:`kind_of` the plan without speeds."""
         if quota_moved:
             return
         if predicted_s > 0 and np.isfinite(predicted_s) and measured_s > 0:
-            self.ratios.setdefault(kind_of(plan), []).append(measured_s / predicted_s)
+            key = tuple(kind) if kind is not None else kind_of(plan)
+            self.ratios.setdefault(key, []).append(measured_s / predicted_s)
 
     def observe_setup(self, plan: ExecPlan, iter_s: list[float]) -> None:
         """After a slot: if the plan ran pipeline stages new to their processes, the excess of

@@ -1,0 +1,57 @@
+"""The groups planner's model-error corrections keep a plan with a straggling process apart
+from plans of processes of like speeds (planner.kind_of)."""
+
+import numpy as np
+import pytest
+
+from host_agent.scheduling.groups.costs import LayerCosts
+from host_agent.scheduling.groups.plan import ExecPlan, Group
+from host_agent.scheduling.groups.planner import STRAGGLER, Estimates, SlotPlanner, kind_of
+
+
+def _costs(n=6):
+    return LayerCosts(np.full(n, 1e-3), np.full(n, 1e-4), np.full(n, 4e4), np.full(n, 400.0), [(10,)] * n)
+
+
+TWO = ExecPlan((Group((0,), (0, 6), 25, 25), Group((1,), (0, 6), 103, 103)), 6)
+ONE = ExecPlan((Group((1,), (0, 6), 128, 128),), 6)
+
+
+def test_a_plan_with_a_process_far_slower_than_the_fastest_is_a_stragglers_kind():
+    assert kind_of(TWO) == (2, False, False)  # without speeds: no straggler known
+    assert kind_of(TWO, np.array([0.06, 0.2, 0.1, 0.1])) == (2, False, True)
+    assert kind_of(TWO, np.array([0.2 * STRAGGLER * 1.01, 0.2, 0.1, 0.1])) == (2, False, False)
+    assert kind_of(TWO, np.array([0.35, 0.3, 0.01, 0.01])) == (2, False, False)  # only the active ones count
+    assert kind_of(ONE, np.array([0.01, 0.3, 0.01, 0.01])) == (1, False, False)
+
+
+def test_a_stragglers_error_is_learnt_apart_and_steers_the_next_choice():
+    """The slots of two like processes measured as predicted, one slot with a 0.06-CPU process
+    at 1.64x its prediction: pooled, the median hid it and the planner kept the straggler."""
+    pl = SlotPlanner("lyapunov", _costs(), 128, [1.0] * 4, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9  # the budget does not bind
+    like = np.array([0.35, 0.3, 0.1, 0.1])
+    slow = np.array([0.06, 0.2, 0.1, 0.1])
+    for ratio in (1.0, 0.95):
+        pl.observe(TWO, 0.05, 0.05 * ratio, kind=kind_of(TWO, like))
+    pl.observe(TWO, 0.083, 0.136, kind=kind_of(TWO, slow))
+    assert pl.correction((2, False, False)) == pytest.approx(0.975)
+    assert pl.correction((2, False, True)) == pytest.approx(0.136 / 0.083)
+    pl.observe(ExecPlan(tuple(Group((r,), (0, 6), 32, 32) for r in range(4)), 6), 0.05, 0.05)
+    assert pl.correction((4, False, True)) == pytest.approx(0.136 / 0.083)  # untried: the stragglers' measured
+    est = Estimates(slow.copy(), 1e12, 1e12)
+    plan, info = pl.choose(est, TWO, 4)
+    # nothing runs beside the slow process any more: it is left out (or works alone, never as a
+    # straggler next to a faster one)
+    assert tuple(info["kind"])[2] is False
+    assert info["correction"] == pytest.approx(pl.correction(tuple(info["kind"])))
+
+
+def test_choose_records_the_kind_it_judged_and_observe_files_the_ratio_under_it():
+    pl = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 2, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9
+    est = Estimates(np.array([0.06, 0.3]), 1e12, 1e12)
+    plan, info = pl.choose(est, None, 2)
+    assert tuple(info["kind"]) == kind_of(plan, est.speed)
+    pl.observe(plan, 0.1, 0.2, kind=info["kind"])
+    assert pl.ratios == {kind_of(plan, est.speed): [2.0]}
