@@ -52,7 +52,7 @@ MIN_SLOT_S = 0.05  # the shortest trace slot: a few polls and CFS periods
 @dataclass
 class CGPConfig(QuotaRunOptions):
     mode: str = "cgp"
-    workers: int = 4
+    workers: int | None = None  # None: one per base quota (until 2026-11-28 4, so base_quotas of 2 were refused)
     base_quotas: tuple[float, ...] = (0.25, 0.25, 0.2, 0.1)  # with the server: 1 CPU in all (the host has 2, shared)
     ps_quota: float = 0.2
     slot_s: float = 2.0  # seconds of training time per trace slot
@@ -85,6 +85,8 @@ class CGPConfig(QuotaRunOptions):
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
         damping(0, self.damping)
+        if self.workers is None:
+            self.workers = len(self.base_quotas)
         # one check at a time, each naming the field (its command-line option) and the value
         if self.workers < 2:
             raise ValueError(f"CGP needs at least 2 workers (one per --quotas value), got {self.workers}")

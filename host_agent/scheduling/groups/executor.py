@@ -46,7 +46,7 @@ class GroupsConfig(QuotaRunOptions):
     # data also as a digits.Dataset or (x_train, y_train, x_test, y_test)
     model: str = "digits-cnn"
     data: str | digits.Dataset = "digits"
-    world: int = 4
+    world: int | None = None  # None: one process per base quota (until 2026-11-28 4, so base_quotas of 2 were refused)
     base_quotas: tuple[float, ...] = (0.35, 0.3, 0.2, 0.15)  # ~1 CPU in all: the host has 2 cores, shared
     slots: int = 12
     iters: int = 4
@@ -81,6 +81,8 @@ class GroupsConfig(QuotaRunOptions):
                 raise ValueError(f"unknown planner {m!r}; known: {', '.join(METHODS)}")
         if self.budget_ref not in BUDGET_REFS:
             raise ValueError(f"unknown budget reference {self.budget_ref!r}; known: {', '.join(BUDGET_REFS)}")
+        if self.world is None:
+            self.world = len(self.base_quotas)
         # one check at a time, each naming the field (its command-line option) and the value
         if self.world < 1:
             raise ValueError(f"the run needs at least 1 process (one per --quotas value), got {self.world}")

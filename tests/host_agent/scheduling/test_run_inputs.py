@@ -688,3 +688,17 @@ def test_a_model_already_built_is_refused_asking_for_the_function_that_builds_it
         spec_of(functools.partial(digits.cnn, 16), "model")
     assert spec_of(digits.cnn, "model") == "host_agent.scheduling.digits:cnn"
     assert spec_of(digits.Dataset, "data") == "host_agent.scheduling.digits:Dataset"  # a class builds too
+
+
+def test_the_number_of_processes_follows_the_base_quotas_when_not_given():
+    """``GroupsConfig(base_quotas=(0.5, 0.5))`` was refused with "4 processes need 4 base quotas,
+    got 2" (the command's --quotas sets both; until 2026-11-28), ``CGPConfig`` likewise."""
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.groups.executor import GroupsConfig
+    assert GroupsConfig(base_quotas=(0.5, 0.5), cgroups=False).world == 2
+    assert GroupsConfig(cgroups=False).world == 4 and CGPConfig(cgroups=False).workers == 4
+    assert CGPConfig(base_quotas=(0.3, 0.3, 0.3), cgroups=False).workers == 3
+    with pytest.raises(ValueError, match="3 processes need 3 base quotas, got 2"):
+        GroupsConfig(world=3, base_quotas=(0.5, 0.5), cgroups=False)
+    with pytest.raises(ValueError, match="3 workers need 3 base quotas, got 2"):
+        CGPConfig(workers=3, base_quotas=(0.5, 0.5), cgroups=False)
