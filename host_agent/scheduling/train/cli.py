@@ -340,24 +340,37 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
                 stale=abs(med) > DRIFT_PCT and sum(1 for m in moved if m == way) > len(pairs) / 2)
 
 
-def rescale_for_drift(runs: list[dict], drift: dict | None) -> dict | None:
+def rescale_for_drift(runs: list[dict], drift: dict | None, tuned: list[dict] | None = None,
+                      B: int = 0) -> dict | None:
     """When the tuning session found the profile stale (:func:`host_drift`: the host ran the
     calibration's own configurations more than :data:`DRIFT_PCT` faster or slower, most of
     them outside the calibration's range), the final session's predictions are the model's
-    times scaled by that median (``predicted_profile_s`` keeps the model's own): the layers'
-    curves stay the profile's, the host's speed is the one measured minutes before. The final
-    session's measurements are not used. On 2026-11-28 a profile of gpt-mini, taken a minute
-    before, predicted 1F1B at M = 4 at 140.5 ms, which the calibration had measured at 139.3
-    (three iterations: 139-159 ms) and the training session at 118-121 ms (+16.5 %). Returns
-    what was done (None: not stale, nothing changed)."""
+    times scaled by the model's error on those configurations in the tuning session (``tuned``,
+    :func:`summarize`'s rows: the median of measured over predicted, each measurement once);
+    ``predicted_profile_s`` keeps the model's own. The layers' curves stay the profile's, the
+    host's speed is the one measured minutes before; the final session's measurements are not
+    used. On 2026-11-28 a profile of gpt-mini, taken a minute before, predicted 1F1B at M = 4
+    at 140.5 ms, which the calibration had measured at 139.3 (three iterations: 139-159 ms) and
+    the training session at 118-121 ms (+16.5 %). The factor was first the drift itself
+    (measured now over measured by the calibration); a digits MLP profiled under a load of 6,
+    whose model stood within 1 % of the session while its calibration runs had been slow, was
+    then scaled by 0.72 to a 28 % error. Without ``tuned`` rows of those configurations the
+    drift is the factor. Returns what was done (None: not stale, nothing changed)."""
     if not drift or not drift.get("stale"):
         return None
-    factor = 1 + drift["median_pct"] / 100
+    seen, errs = set(), []
+    for r in tuned or []:
+        label = calibration_label(r, B)
+        key = (label, r["measured_s"], tuple(r.get("iterations_s") or ()))
+        if label in drift["configurations"] and key not in seen and r.get("predicted_s"):
+            seen.add(key)
+            errs.append(r["measured_s"] / r["predicted_s"])
+    factor = statistics.median(errs) if errs else 1 + drift["median_pct"] / 100
     for r in runs:
         r["predicted_profile_s"] = r["predicted_s"]
         r["predicted_s"] = r["predicted_s"] * factor
     return dict(factor=factor, median_pct=drift["median_pct"], configurations=drift["configurations"],
-                compared=drift["compared"], moved=drift["moved"])
+                compared=drift["compared"], moved=drift["moved"], from_model_error=bool(errs))
 
 
 def calibration_label(r: dict, B: int) -> str | None:
@@ -435,7 +448,9 @@ def _print(out: dict) -> None:
         print(f"  the profile is stale: the tuning session ran its calibration configurations "
               f"{abs(k['median_pct']):.1f}% {'faster' if k['median_pct'] < 0 else 'slower'} (median; {k['moved']} of "
               f"{k['compared']} outside the calibration's range); the predictions below are the model's x "
-              f"{k['factor']:.3f} (the model's own: predicted_profile_s in the JSON)")
+              f"{k['factor']:.3f}, " + ("its error on those configurations in the tuning session" if
+                                       k.get("from_model_error") else "the drift")
+              + " (the model's own: predicted_profile_s in the JSON)")
     print(f"{'schedule':22s} {'measured ms':>12s} {'q1..q3':>15s} {'predicted ms':>13s} {'error':>7s}  microbatches")
     for r in out["summary"]["runs"]:
         mb = " | ".join(",".join(map(str, x)) for x in r["rows"]) if r["rows"] else f"{r['M']} equal"
@@ -582,7 +597,8 @@ def run(args: argparse.Namespace) -> int:
             runs, tuning["umpipe_choice"] = keep_tuned(runs, tuning["runs"])
             if args.profile:
                 tuning["rescaled"] = rescale_for_drift(runs, host_drift(
-                    prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend))
+                    prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend),
+                    tuning["runs"], args.batch)
         final = _session(costs, args, runs, args.steps, quotas)
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:
