@@ -64,13 +64,17 @@ TORCH_CHECK_M = (2, 8)  # torch's GPipe at the least count from 2 up, its 1F1B a
 
 
 def torch_runs(costs: PipelineCosts, Ms: Sequence[int]) -> list[dict]:
-    """torch's two schedules, one run each, at two of the counts of ``Ms`` torch can run (M
-    dividing B; 1F1B also M >= S): GPipe at the least from 2 up, 1F1B at the most up to 8
+    """torch's two schedules, one run each, at two counts torch can run (M dividing B; 1F1B
+    also M >= S) up to the largest of ``Ms`` whose microbatches hold the model's least
+    (``costs.info["min_microbatch"]``): GPipe at the least from 2 up, 1F1B at the most up to 8
     (:data:`TORCH_CHECK_M`), around the counts that win; none when no two such counts exist.
-    ``rows``/``orders`` describe the run for the model (torch's 1F1B runs our 1F1B order:
-    ``S - s`` forwards in flight)."""
+    Until 2026-11-28 only the counts of ``Ms`` (1, 2, 4, 8, 16) were taken, and at B = 18 or
+    30 on 3-5 stages torch's 1F1B had none: no check run. ``rows``/``orders`` describe the run
+    for the model (torch's 1F1B runs our 1F1B order: ``S - s`` forwards in flight)."""
     B, S = costs.B, costs.S
-    ok = {sch: [m for m in Ms if can_run(sch, m, B, S)] for sch in TORCH_SCHEDULES}
+    least = int(costs.info.get("min_microbatch", 1))
+    counts = [m for m in range(1, min(B, max(Ms, default=0)) + 1) if B // m >= least]
+    ok = {sch: [m for m in counts if can_run(sch, m, B, S)] for sch in TORCH_SCHEDULES}
     if not ok["torch-gpipe"] or not ok["torch-1f1b"]:
         return []
     lo, hi = TORCH_CHECK_M

@@ -138,10 +138,18 @@ def test_the_calibration_runs_each_torch_schedule_at_a_count_torch_can_run():
         return [(r["schedule"], r["M"]) for r in calibrate.torch_runs(c, [m for m in Ms if m <= B])]
 
     assert picks(32, 4) == [("torch-gpipe", 2), ("torch-1f1b", 8)]  # two sizes around the counts that win
-    assert picks(12, 4) == [("torch-gpipe", 2), ("torch-1f1b", 4)]  # M must divide B
+    assert picks(12, 4) == [("torch-gpipe", 2), ("torch-1f1b", 6)]  # M must divide B
     assert picks(32, 16) == [("torch-gpipe", 2), ("torch-1f1b", 16)]  # 1F1B needs M >= S
     assert picks(5, 4) == []  # no count >= S divides B: nothing to fit torch's 1F1B from
-    assert picks(4, 4, (4,)) == []  # one size only: no fit
+    assert picks(4, 4, (2,)) == []  # no count >= S up to the largest calibrated one: no 1F1B check
+    # the divisors of B, not only the calibration's counts: at B = 18 or 30 torch's 1F1B had
+    # no count among 1, 2, 4, 8, 16 and no check run (until 2026-11-28)
+    assert picks(18, 3) == [("torch-gpipe", 2), ("torch-1f1b", 6)]
+    assert picks(30, 5) == [("torch-gpipe", 2), ("torch-1f1b", 6)]
+    c = PipelineCosts.from_arrays(18, [1e-3] * 3, [1e-3] * 3)
+    c.info["min_microbatch"] = 4  # a model that trains on 4 samples at least: M = 6 (3 each) is out
+    assert [(r["schedule"], r["M"]) for r in calibrate.torch_runs(c, [1, 2, 4])] == [("torch-gpipe", 2),
+                                                                                   ("torch-1f1b", 3)]
 
 
 def test_profile_layers_measures_every_layer():
