@@ -395,9 +395,11 @@ class SlotPlanner:
         not recorded, kept a kind untried after it had run (the 2026-11-27 runs: 47 pipelined
         slots, 32 of them decided at correction 1.0, measured at 1.5x their prediction).
 
-        A straggler's kind borrows from the measured straggler kinds when there are any. A
-        pipelined kind borrows from the measured pipelined kinds when there are any; else
-        it takes the replicas' correction times :data:`PIPELINE_PRIOR` (until 2026-11-28 the
+        It borrows first from the measured kinds of its own flags (pipelined or not, a
+        straggler or not), then of its own pipelining, then from all: a single process borrowed
+        a straggler pair's 1.28 in a run of 2026-11-28 and lost to the pair. A pipelined kind
+        with no pipelined kind measured takes the replicas' correction times
+        :data:`PIPELINE_PRIOR` (until 2026-11-28 the
         replicas' alone: in a quiet-host run of 2026-11-28 the planner ran pipelines in two
         slots after process 0 fell to 0.1 CPU, borrowed the replicas' correction for them,
         and ended 3.7 % behind online LB-BSP)."""
@@ -405,17 +407,15 @@ class SlotPlanner:
         if r:
             return float(np.median(r[-HISTORY:]))
         seen = {k: float(np.median(v[-HISTORY:])) for k, v in self.ratios.items() if v}
-        prior = 1.0
-        if kind[1]:
-            piped = {k: c for k, c in seen.items() if k[1]}
-            if piped:
-                seen = piped
-            else:
-                prior = PIPELINE_PRIOR
-        if len(kind) > 2 and kind[2]:  # a straggler's kind: from the measured ones, if any
-            seen = {k: c for k, c in seen.items() if len(k) > 2 and k[2]} or seen
-        same = [c for k, c in seen.items() if k[0] == kind[0]]
-        return prior * max(same or list(seen.values()) or [1.0])
+
+        def flags(k: tuple) -> tuple[bool, bool]:  # (pipelined, a straggler among the processes)
+            return bool(k[1]), len(k) > 2 and bool(k[2])
+
+        prior = PIPELINE_PRIOR if kind[1] and not any(k[1] for k in seen) else 1.0
+        pool = ({k: c for k, c in seen.items() if flags(k) == flags(kind)}
+                or {k: c for k, c in seen.items() if k[1] == kind[1]} or seen)
+        same = [c for k, c in pool.items() if k[0] == kind[0]]
+        return prior * max(same or list(pool.values()) or [1.0])
 
     def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False,
                 kind: tuple | None = None) -> None:

@@ -39,6 +39,9 @@ def test_a_stragglers_error_is_learnt_apart_and_steers_the_next_choice():
     assert pl.correction((2, False, True)) == pytest.approx(0.136 / 0.083)
     pl.observe(ExecPlan(tuple(Group((r,), (0, 6), 32, 32) for r in range(4)), 6), 0.05, 0.05)
     assert pl.correction((4, False, True)) == pytest.approx(0.136 / 0.083)  # untried: the stragglers' measured
+    # and an untried kind without a straggler borrows from those without one (a single process
+    # borrowed a straggler pair's correction and lost to the pair)
+    assert pl.correction((1, False, False)) == pytest.approx(1.0)
     est = Estimates(slow.copy(), 1e12, 1e12)
     plan, info = pl.choose(est, TWO, 4)
     # nothing runs beside the slow process any more: it is left out (or works alone, never as a
