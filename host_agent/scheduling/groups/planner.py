@@ -49,6 +49,10 @@ PIPELINE_PRIOR = 1.2
 # an active process this much slower than the fastest active one makes a plan's kind a
 # straggler's (see kind_of)
 STRAGGLER = 0.4
+# an untried straggler's kind's correction over the kinds without one it borrows: the first
+# slot of a 0.1-CPU process kept beside a 0.3-CPU one measured 1.64, 1.53 and 1.62x its
+# prediction in three runs of 2026-11-28 (saatp train groups --slots 12, seed-0 trace)
+STRAGGLER_PRIOR = 1.5
 
 
 @dataclass
@@ -399,7 +403,8 @@ class SlotPlanner:
         straggler or not), then of its own pipelining, then from all: a single process borrowed
         a straggler pair's 1.28 in a run of 2026-11-28 and lost to the pair. A pipelined kind
         with no pipelined kind measured takes the replicas' correction times
-        :data:`PIPELINE_PRIOR` (until 2026-11-28 the
+        :data:`PIPELINE_PRIOR`, a straggler's kind with none measured times
+        :data:`STRAGGLER_PRIOR` (until 2026-11-28 the
         replicas' alone: in a quiet-host run of 2026-11-28 the planner ran pipelines in two
         slots after process 0 fell to 0.1 CPU, borrowed the replicas' correction for them,
         and ended 3.7 % behind online LB-BSP)."""
@@ -412,6 +417,8 @@ class SlotPlanner:
             return bool(k[1]), len(k) > 2 and bool(k[2])
 
         prior = PIPELINE_PRIOR if kind[1] and not any(k[1] for k in seen) else 1.0
+        if flags(kind)[1] and not any(flags(k)[1] for k in seen):
+            prior *= STRAGGLER_PRIOR
         pool = ({k: c for k, c in seen.items() if flags(k) == flags(kind)}
                 or {k: c for k, c in seen.items() if k[1] == kind[1]} or seen)
         same = [c for k, c in pool.items() if k[0] == kind[0]]

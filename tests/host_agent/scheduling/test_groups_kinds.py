@@ -6,7 +6,7 @@ import pytest
 
 from host_agent.scheduling.groups.costs import LayerCosts
 from host_agent.scheduling.groups.plan import ExecPlan, Group
-from host_agent.scheduling.groups.planner import STRAGGLER, Estimates, SlotPlanner, kind_of
+from host_agent.scheduling.groups.planner import STRAGGLER, STRAGGLER_PRIOR, Estimates, SlotPlanner, kind_of
 
 
 def _costs(n=6):
@@ -34,6 +34,8 @@ def test_a_stragglers_error_is_learnt_apart_and_steers_the_next_choice():
     slow = np.array([0.06, 0.2, 0.1, 0.1])
     for ratio in (1.0, 0.95):
         pl.observe(TWO, 0.05, 0.05 * ratio, kind=kind_of(TWO, like))
+    # before any straggler's slot: the prior over the kinds without one
+    assert pl.correction((2, False, True)) == pytest.approx(0.975 * STRAGGLER_PRIOR)
     pl.observe(TWO, 0.083, 0.136, kind=kind_of(TWO, slow))
     assert pl.correction((2, False, False)) == pytest.approx(0.975)
     assert pl.correction((2, False, True)) == pytest.approx(0.136 / 0.083)
