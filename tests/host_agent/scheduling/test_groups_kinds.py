@@ -60,3 +60,26 @@ def test_choose_records_the_kind_it_judged_and_observe_files_the_ratio_under_it(
     assert tuple(info["kind"]) == kind_of(plan, est.speed)
     pl.observe(plan, 0.1, 0.2, kind=info["kind"])
     assert pl.ratios == {kind_of(plan, est.speed): [2.0]}
+
+
+def test_a_move_must_gain_more_than_the_margin_over_staying():
+    """A plan that moves layers is taken only when it scores MOVE_MARGIN below the best plan
+    that moves nothing (the current holdings re-split): the planner moved between near-equal
+    plans, paying migrations of 10-44 ms, in a run of 2026-11-28."""
+    from host_agent.scheduling.groups import planner as P
+
+    pl = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 3, V=10.0)
+    pl.t_ref, pl.budget = 0.1, 1e9
+    cur = ExecPlan((Group((0,), (0, 6), 128, 128),), 6)
+    # an all-reduce so slow that one process is best; process 1 is 3 % faster than process 0
+    est = Estimates(np.array([1.0, 1.03, 0.5]), 1.0, 1e12)
+    plan, info = pl.choose(est, cur, 3)
+    assert plan.active == (0,) and info["predicted_migration_s"] == 0.0
+    old = P.MOVE_MARGIN
+    try:
+        P.MOVE_MARGIN = 0.0  # without the margin the 3 % win: a move
+        assert pl.choose(est, cur, 3)[0].active == (1,)
+    finally:
+        P.MOVE_MARGIN = old
+    est = Estimates(np.array([0.5, 1.0, 0.5]), 1.0, 1e12)  # process 0 fell to half: a real gain
+    assert pl.choose(est, cur, 3)[0].active == (1,)
