@@ -349,7 +349,10 @@ def test_the_profiler_times_layers_that_change_their_input_in_place(models):
 
     got = profile_layers(load_model(f"{models}:in_place_layers"), [1, 2], min_s=1e-4)["layers"]
     assert [L["name"] for L in got] == ["AddOneInPlace", "Linear", "ReLU", "Linear", "Tanh", "Linear"]
-    assert all(t > 1e-7 for L in got[1:] for t in L["bwd"].values())
+    # every backward was timed; the profile floors a time at 1e-7 s, and a ReLU's or Tanh's
+    # backward on one sample can be below the loop's noise (a clean-clone run, 2026-11-28)
+    assert all(len(L["bwd"]) == 2 and min(L["bwd"].values()) >= 1e-7 for L in got[1:])
+    assert all(t > 1e-7 for L in got if L["name"] == "Linear" for t in L["bwd"].values())
 
 
 def test_a_batch_the_model_or_loss_fails_on_is_named_with_its_shape_and_type(models):
