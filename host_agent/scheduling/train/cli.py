@@ -109,8 +109,10 @@ def candidate_runs(costs, fam: family.PlanFamily, schedules: list[str], k: int, 
     measure (:func:`_with_baseline_splits`), whichever baselines the session runs."""
     runs = _candidates(costs, fam, schedules, k, mmax, M, limit)
     if "umpipe" in schedules and k >= 2:
-        every = []
+        every = [r for r in runs if r["family"] in BASELINES]
         for sch in BASELINES:  # what each baseline would measure, run or not
+            if sch in schedules:
+                continue
             try:
                 every += _candidates(costs, fam, [sch], k, mmax, M, limit)
             except ValueError:  # a count --microbatches names that this schedule cannot run
@@ -322,7 +324,7 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
         # it (UMPIPE's equal split and the baseline's M, :func:`_session`), and until 2026-11-28
         # each row counted again in the median and the majority (a 5-stage MLP's tuning: 4
         # measurements counted as "8 of 8 outside the calibration's range")
-        key = (label, r["measured_s"], tuple(r.get("iterations_s") or ()))
+        key = measurement_key(r, label)
         if p is None or key in seen:
             continue
         seen.add(key)
@@ -361,7 +363,7 @@ def rescale_for_drift(runs: list[dict], drift: dict | None, tuned: list[dict] | 
     seen, errs = set(), []
     for r in tuned or []:
         label = calibration_label(r, B)
-        key = (label, r["measured_s"], tuple(r.get("iterations_s") or ()))
+        key = measurement_key(r, label)
         if label in drift["configurations"] and key not in seen and r.get("predicted_s"):
             seen.add(key)
             errs.append(r["measured_s"] / r["predicted_s"])
@@ -371,6 +373,12 @@ def rescale_for_drift(runs: list[dict], drift: dict | None, tuned: list[dict] | 
         r["predicted_s"] = r["predicted_s"] * factor
     return dict(factor=factor, median_pct=drift["median_pct"], configurations=drift["configurations"],
                 compared=drift["compared"], moved=drift["moved"], from_model_error=bool(errs))
+
+
+def measurement_key(r: dict, label: str | None) -> tuple:
+    """One measurement of a session, whichever rows share it (:func:`_session` measures a
+    configuration once for every row that runs it)."""
+    return label, r["measured_s"], tuple(r.get("iterations_s") or ())
 
 
 def calibration_label(r: dict, B: int) -> str | None:

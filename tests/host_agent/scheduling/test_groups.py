@@ -102,11 +102,12 @@ def test_slot_quotas_write_and_remove_their_cgroups():
     assert not [d for d in os.listdir(CPU_ROOT) if d.startswith(f"saatp-test-{os.getpid()}")]
 
 
-def _reference(B, steps, lr, momentum):
-    """One process, the same global batches, momentum SGD: what every group must hold."""
-    data = digits.load(0)
+def _reference(B, steps, lr, momentum=0.9, model_fn=None, data=None):
+    """One process, the same global batches, momentum SGD: what every group must hold (the
+    digits CNN on digits unless ``model_fn`` and ``data`` say otherwise)."""
+    data = digits.load(0) if data is None else data
     torch.manual_seed(0)
-    m = digits.cnn()
+    m = (model_fn or digits.cnn)()
     opt = torch.optim.SGD(m.parameters(), lr=lr, momentum=momentum)
     s = ShareSampler(len(data.x_train), B, seed=0)
     for step in range(steps):
@@ -723,17 +724,7 @@ def test_pipelined_groups_of_a_model_with_in_place_layers_train_as_one_process(t
     slots = res["runs"]["script"]["slots"]
     assert all(s["max_group_diff"] == 0.0 and s["finite"] for s in slots) and slots[1]["migration_moves"] > 0
     import inplace_model
-    data = digits.load(0)
-    torch.manual_seed(0)
-    m = inplace_model.cnn()
-    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-    s = ShareSampler(len(data.x_train), 64, seed=0)
-    for step in range(6):
-        idx = s.batch(step)
-        opt.zero_grad()
-        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 64).backward()
-        opt.step()
-    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    want = _reference(64, 6, 0.01, model_fn=inplace_model.cnn)
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
 
 
@@ -860,16 +851,7 @@ def test_a_pipeline_stage_after_a_layer_that_outputs_token_ids_gets_them_as_inte
                        slots=2, iters=2, B=32, lr=0.05, base_quotas=(1.0, 1.0, 1.0, 1.0), cgroups=False)
     res = run(cfg)
     assert all(s["max_group_diff"] == 0.0 and s["finite"] for s in res["runs"]["script"]["slots"])
-    torch.manual_seed(0)
-    m = ids_model.model()
-    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-    s = ShareSampler(len(data.x_train), 32, seed=0)
-    for step in range(4):
-        idx = s.batch(step)
-        opt.zero_grad()
-        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 32).backward()
-        opt.step()
-    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    want = _reference(32, 4, 0.05, model_fn=ids_model.model, data=data)
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
 
 
@@ -928,15 +910,5 @@ def test_a_first_layer_in_place_trains_as_one_process(tmp_path, monkeypatch):
     cfg = GroupsConfig(methods=("script",), model="leaky_model:cnn", script=(p0, p1), world=2, slots=2, iters=3,
                        B=64, lr=0.05, base_quotas=(1.0, 1.0), cgroups=False)
     res = run(cfg)
-    data = digits.load(0)
-    torch.manual_seed(0)
-    m = leaky_model.cnn()
-    opt = torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
-    s = ShareSampler(len(data.x_train), 64, seed=0)
-    for step in range(6):
-        idx = s.batch(step)
-        opt.zero_grad()
-        (digits.loss_sum(m(data.x_train[idx]), data.y_train[idx]) / 64).backward()
-        opt.step()
-    want = torch.nn.utils.parameters_to_vector(m.parameters()).detach()
+    want = _reference(64, 6, 0.05, model_fn=leaky_model.cnn)
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
