@@ -16,6 +16,7 @@ import numpy as np
 from ..costmodel import PipelineCosts, simulate
 from ..result_files import check_result_files, write_json
 from . import baselines as bl
+from . import family
 from .dgap import DGAP
 from .scenarios import DEFAULT_SCENARIO, SCENARIOS, scenario
 
@@ -164,7 +165,7 @@ SCENARIO_SEARCH = (128, 300)  # DGAP's default population and generations on a n
 # ... and on a profile, where the plans are then searched further in the event simulation
 # (family.plan). Until 2026-11-28 these were also caps: --pop 256 --gens 300 with --profile
 # searched with 64 and 80 without a word.
-PROFILE_SEARCH = (64, 80)
+PROFILE_SEARCH = (family.SEARCH_POP, family.SEARCH_GENS)  # what saatp train pipeline plans with too
 
 
 def search_options(args: argparse.Namespace) -> tuple[int, int]:

@@ -230,6 +230,7 @@ class _Search:
         self.bmin = int(costs.info.get("bmin", 1))
         self.seen: dict[tuple, float] = {}
         self.best: tuple | None = None  # (score, rows, cap)
+        self.final: dict[tuple, Candidate] = {}  # plans re-scored on the final draws (top)
 
     def key(self, rows, cap) -> tuple:
         return (tuple(tuple(r) for r in rows), tuple(cap) if self.kind == "1f1b" else ())
@@ -270,14 +271,18 @@ class _Search:
             self.score(*mv)
 
     def top(self, k: int, method: str) -> list[Candidate]:
-        """The k best distinct plans seen, re-scored with every phase draw."""
+        """The k best distinct plans seen, re-scored with every phase draw (each plan once: a
+        second call with a larger k re-scores only the plans beyond the first call's)."""
         ranked = sorted(((f, key) for key, f in self.seen.items() if np.isfinite(f)), key=lambda x: x[0])
         out, orders = [], set()
+        final = self.final
         for _, (rows, cap) in ranked:
             if len(out) >= k:
                 break
-            c = evaluate(self.costs, [list(r) for r in rows], self.kind, method,
-                         cap=list(cap) if self.kind == "1f1b" else None, limit=self.limit)
+            if (rows, cap) not in final:
+                final[rows, cap] = evaluate(self.costs, [list(r) for r in rows], self.kind, method,
+                                            cap=list(cap) if self.kind == "1f1b" else None, limit=self.limit)
+            c = final[rows, cap]
             o = (tuple(map(tuple, c.rows)), tuple(tuple(x) for x in c.orders))
             if c.fits and o not in orders:  # caps that give the same orders are the same plan
                 orders.add(o)
@@ -295,20 +300,31 @@ def search_1f1b(costs: PipelineCosts, mmax: int, limit=None, starts: Sequence[li
 
 
 def _family_search(costs, kind, mmax, limit, starts, evals, seed, top):
+    sr = _searched(costs, kind, mmax, limit, starts, evals, seed)
+    if sr is None:
+        return [] if top > 1 else None
+    got = sr.top(max(top, 3), _name(kind))
+    if top > 1:
+        return got[:top]
+    return best_of(got)
+
+
+def _name(kind: str) -> str:
+    return "UMPIPE 1F1B" if kind == "1f1b" else "UMPIPE fill-drain"
+
+
+def _searched(costs, kind, mmax, limit, starts, evals, seed) -> "_Search | None":
+    """The local search of one order family, run (None when no plan fits)."""
     S, B = costs.S, costs.B
     sr = _Search(costs, kind, mmax, limit, seed)
     for rows in [[equal_sizes(B, M)] * S for M in range(1, min(B, mmax) + 1)] + \
             [[r] * S for r in shaped_rows(B, mmax)] + [list(map(list, r)) for r in starts]:
         sr.score(rows)
     if sr.best is None or not np.isfinite(sr.best[0]):
-        return [] if top > 1 else None
+        return None
     sr.coordinate_descent()
     sr.local(evals)
-    name = "UMPIPE 1F1B" if kind == "1f1b" else "UMPIPE fill-drain"
-    got = sr.top(max(top, 3), name)
-    if top > 1:
-        return got[:top]
-    return best_of(got)
+    return sr
 
 
 @dataclass
@@ -375,8 +391,13 @@ class PlanFamily:
                                     peak_samples=c.peak_samples, memory_bytes=c.memory_bytes) for c in self.baselines])
 
 
+SEARCH_POP, SEARCH_GENS = 64, 80  # DGAP's population and generations in plan (plan umpipe --profile's defaults)
+POOL = 24  # per order family, the search's best plans re-scored on the final draws to choose the family's best
+
+
 def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = None, seed: int = 0,
-         pop: int = 64, gens: int = 60, evals: int = 1500, dual_check: bool = True, top: int = 6) -> PlanFamily:
+         pop: int = SEARCH_POP, gens: int = SEARCH_GENS, evals: int = 1500, dual_check: bool = True,
+         top: int = 6) -> PlanFamily:
     """Search both order families under the memory ``limit`` (bytes per stage, or None).
 
     Fill-drain: DGAP on the cost model's recurrence (fluid times), then -- like 1F1B -- local
@@ -384,22 +405,33 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     recurrence does not model), seeded with the DGAP plan, every equal split and shaped rows.
     ``top`` keeps the best distinct plans of both families (``PlanFamily.top``). With
     ``dual_check``, ``PlanFamily.dual`` says what an independent backward plan would buy
-    (:func:`compare_dual`; model only)."""
+    (:func:`compare_dual`; model only).
+
+    The family's best (``best``, ``fill_drain``, ``one_f_one_b``) does not depend on ``top``
+    or ``dual_check``: it is chosen from the :data:`POOL` best plans of each search, re-scored,
+    whatever ``top``, so ``saatp plan umpipe --profile`` (top 6) and ``saatp train pipeline``
+    (top 4 x --candidates) report and measure the same plan. Until 2026-11-28 the pool was
+    4 x ``top`` and train pipeline searched with 60 DGAP generations against plan umpipe's 80:
+    on one profile plan umpipe reported ``1,17 | 9,4,4,1 | 18`` while train pipeline measured
+    ``18 | 9,1,7,1 | 18`` (--candidates 2) or ``18 | 7,3,7,1 | 18`` (--candidates 3) as
+    UMPIPE's plan."""
     mmax = min(mmax, costs.B)
     Ms = list(range(1, mmax + 1))
     g = equal_candidates(costs, "fill-drain", Ms, limit)
     o = equal_candidates(costs, "1f1b", Ms, limit)
     gb, ob = best_of(g), best_of(o)
-    fds: list[Candidate] = []
     dual = None
     if gb is not None:  # fill-drain stashes all of B: if one fill-drain plan fits, all do
         res = DGAP(pop=pop, gens=gens, mmax=mmax, dual=False, seed=seed).run(costs)
         rows = [[int(v) for v in r if v > 0] for r in res.X]
-        fds = _family_search(costs, "fill-drain", mmax, limit, [rows], evals, seed, 4 * top) or []
+        fds, fds_more = _pools(_searched(costs, "fill-drain", mmax, limit, [rows], evals, seed), "fill-drain",
+                               4 * top)
         if dual_check:
             dual = compare_dual(costs, res, pop, gens, mmax, seed)
+    else:
+        fds = fds_more = []
     starts = [best_of(fds).rows] if fds else []
-    ofs = _family_search(costs, "1f1b", mmax, limit, starts, evals, seed, 4 * top) or []
+    ofs, ofs_more = _pools(_searched(costs, "1f1b", mmax, limit, starts, evals, seed), "1f1b", 4 * top)
     # the equal splits are plans of the family too: never worse than them in the model (they
     # are in the search pools, but a search score from fewer phase draws may rank them
     # differently from the full one), and preferred on a near-tie (fewer microbatches)
@@ -410,7 +442,7 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     fd = best_of(fds + [c for c in eq_u if c.kind == "fill-drain"])
     of = best_of(ofs + [c for c in eq_u if c.kind == "1f1b"])
     best = best_of([c for c in (fd, of) if c is not None])
-    both = sorted(fds + ofs + eq_u, key=lambda c: c.predicted_s)
+    both = sorted(fds_more + ofs_more + eq_u, key=lambda c: c.predicted_s)
     tops = _diverse(both, top)
     # The family's best equal split is always among the plans to measure: the calibrated model
     # is off by ~5 % per plan, more than most predicted gains of unequal plans (1-4 %), so a
@@ -419,6 +451,14 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     if top >= 2 and safe is not None and not any(same_plan(c, safe) for c in tops):
         tops = sorted(tops[:top - 1] + [as_umpipe(safe)], key=lambda c: c.predicted_s)
     return PlanFamily(best, fd, of, gb, ob, dual, g + o, tops)
+
+
+def _pools(sr: "_Search | None", kind: str, more: int) -> tuple[list[Candidate], list[Candidate]]:
+    """(the :data:`POOL` best plans of the search ``sr``, which the family's best is chosen
+    from, and its ``more`` best (at least those), which the plans to measure are chosen from)."""
+    if sr is None:
+        return [], []
+    return sr.top(POOL, _name(kind)), sr.top(max(POOL, more), _name(kind))
 
 
 def same_plan(a: Candidate, b: Candidate) -> bool:

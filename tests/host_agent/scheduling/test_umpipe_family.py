@@ -199,3 +199,24 @@ def test_the_dual_and_single_chromosome_plans_are_compared_on_one_evaluator():
     c.info.pop("cfs")
     d = family.plan(c, mmax=8, pop=16, gens=10, evals=100, top=3).dual
     assert d.evaluator == "recurrence" and d.dual_s == pytest.approx(d.fluid_dual_s, rel=1e-12)
+
+
+@pytest.mark.slow  # ~20 s
+def test_the_familys_best_does_not_depend_on_how_many_plans_are_kept():
+    # saatp plan umpipe --profile keeps 6 plans, saatp train pipeline 4 x --candidates; the
+    # search's pool was 4 x that, so on CPU-quota stages (phase draws) train pipeline measured
+    # another plan as UMPIPE's than plan umpipe reported, and another for each --candidates
+    from host_agent.scheduling.umpipe import cli as umpipe_cli
+
+    c = PipelineCosts.from_arrays(18, [0.0004, 0.0003, 0.0006, 0.0002], [0.0008, 0.0006, 0.0012, 0.0005],
+                                  send_lat=0.0003, send_beta=0.00001, tail=0.001)
+    c.info.update(static_bytes=[1e6] * 4, stash_bytes_per_sample=[1e5] * 4,
+                  cfs=dict(quota=[0.3, 0.15, 0.3, 0.3], period_s=0.01))
+    few, many = (family.plan(c, mmax=8, pop=16, gens=10, evals=300, dual_check=False, top=k) for k in (3, 12))
+    for a, b in ((few.best, many.best), (few.fill_drain, many.fill_drain), (few.one_f_one_b, many.one_f_one_b)):
+        assert (a.kind, a.rows, a.predicted_s) == (b.kind, b.rows, b.predicted_s)
+    assert len(many.top) > len(few.top) and any(family.same_plan(x, many.best) for x in many.top)
+    # and both commands search with the same DGAP population and generations by default
+    import inspect
+    params = inspect.signature(family.plan).parameters
+    assert (params["pop"].default, params["gens"].default) == umpipe_cli.PROFILE_SEARCH
