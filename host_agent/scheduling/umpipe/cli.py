@@ -221,7 +221,7 @@ def dual_line(d) -> str:
 
 
 def run_profile(args: argparse.Namespace) -> int:
-    from ..pipeline.cgroups import stage_quotas
+    from ..pipeline.cgroups import check_settable, stage_quotas
     from ..pipeline.torch_schedules import can_run
     from ..profile import costs as profile_costs
     from . import family
@@ -241,9 +241,12 @@ def run_profile(args: argparse.Namespace) -> int:
                 base = [q for q in quotas]
                 quotas = stage_quotas(len(base), None, args.slow)
                 quotas = [q if q is not None else b for q, b in zip(quotas, base)]
+                # below 0.1 CPU no cgroup can run it (profile and train pipeline refuse it): until
+                # 2026-11-28 plan umpipe planned for --slow 0:0.05 without a word
+                check_settable(quotas)
             cal = prof.get("calibration") or {}
             B = args.batch or cal.get("B") or 64
-            profile_costs.least_microbatch(prof, B)
+            least = profile_costs.least_microbatch(prof, B)
             try:
                 costs = profile_costs.build(prof, B, quotas)
             except ValueError as e:
@@ -271,7 +274,13 @@ def run_profile(args: argparse.Namespace) -> int:
              "torch GPipe best M", "torch 1F1B best M"]
     for n, c in zip(names, rows):
         if c is None:
-            print(f"{n:28s} {'-':>12s} {'-':>9s}  no   (nothing fits)")
+            # torch's schedules without a count they can run were "(nothing fits)" as if over a
+            # memory limit (until 2026-11-28)
+            why = ("nothing fits" if limit or not n.startswith("torch") else
+                   f"no microbatch count torch can run: M dividing B={B}, at most --mmax {mm}"
+                   + (f", at least the {costs.S} stages" if "1F1B" in n else "")
+                   + (f", microbatches of at least {least} samples (the model's least)" if least > 1 else ""))
+            print(f"{n:28s} {'-':>12s} {'-':>9s}  no   ({why})")
             continue
         mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
         print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "

@@ -125,3 +125,22 @@ def test_plan_umpipe_with_a_profile_searches_with_the_given_population_and_gener
     err = capsys.readouterr().err
     assert "--patience and --no-seed-baselines shape DGAP's run on a named scenario" in err
     assert "--pop must be >= 4 and --gens >= 0" in err
+
+
+def test_plan_umpipe_refuses_a_quota_no_cgroup_takes_and_says_why_torch_has_no_count(tmp_path, capsys):
+    """--slow below 0.1 CPU is refused as profile and train pipeline refuse it (it was planned
+    for without a word), and torch's schedules without a runnable count say so instead of
+    "(nothing fits)", which reads as a memory limit."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    small = ["--profile", str(path), "--mmax", "8", "--pop", "8", "--gens", "2", "--single"]
+    assert cli.main([*small, "--batch", "16", "--slow", "1:0.05"]) == 2
+    assert "stage 1 has a CPU quota of 0.05 CPU, below 0.1 CPU" in capsys.readouterr().err
+    # B = 1 on 2 stages: torch's 1F1B needs M >= 2 dividing B
+    assert cli.main([*small, "--batch", "1"]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("torch 1F1B")][0]
+    assert "nothing fits" not in line and "M dividing B=1" in line and "at least the 2 stages" in line
