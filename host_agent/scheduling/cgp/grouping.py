@@ -1,8 +1,8 @@
 """Straggler detection and the 1-D optimal grouping of CGP (design section 3.3).
 
 Workers are sorted by their (EMA) iteration time ``tau`` and cut into contiguous segments
-(groups). A group iterates synchronously, so its period is its slowest member's ``tau``; the
-cost of a grouping is
+(groups). A group iterates synchronously, so its period is its slowest member's ``tau``
+(every member computing the same local batch); the cost of a grouping is
 
     J = sum_g sum_{i in g} (max_{j in g} tau_j - tau_i) / sum_i tau_i      (idle fraction)
         + lam * c_push * sum_g 1 / max_{j in g} tau_j                       (PS busy fraction)
@@ -19,6 +19,14 @@ the constraint are sums over segments, so an exact DP over (position, rate budge
 possible; for the cluster sizes we target (N <= 16) we enumerate the 2^(N-1) contiguous
 segmentations with numpy instead, which is exact and simpler. Larger N fall back to a
 Lagrangian-free greedy (merge the adjacent pair with the best cost change until feasible).
+
+**Balanced groups** (``balanced=True``, the real trainer's default): the members of a group
+split the group's samples in proportion to their speeds (LB-BSP inside the group, the
+work-conserving variant of the design's "accumulate while waiting"), so nobody waits for the
+group's slowest: a group of ``k`` workers whose ``tau`` are per local batch has the period
+``k / sum_{i in g} 1/tau_i`` (they finish together), and merging costs only its all-reduce.
+A straggler then joins a group to cut its staleness and the server's load at no idle cost:
+the "cooperative" reading of CGP's "treats stragglers as an opportunity".
 """
 
 from __future__ import annotations
@@ -70,10 +78,45 @@ def grouping_cost(tau, groups, lam: float, c_push: float) -> float:
     return idle + lam * c_push * sum(1.0 / t[list(g)].max() for g in groups)
 
 
-def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, seed: int = 0):
+def balanced_period(taus) -> float:
+    """The period of a group whose members split its ``k`` local batches by speed:
+    ``k / sum 1/tau_i`` (between its fastest and slowest member's ``tau``)."""
+    t = np.asarray(taus, dtype=float)
+    return float(t.size / np.sum(1.0 / t))
+
+
+def balanced_shares(speeds, total: int, least: int = 1) -> list[int]:
+    """Split ``total`` samples among a group's members in proportion to ``speeds`` (samples per
+    second), each at least ``least`` (a batch-norm layer does not train on one sample), the
+    sum exactly ``total`` (largest remainders; ties to the earlier member, so every member
+    computes the same split from the same speeds)."""
+    v = np.asarray(speeds, dtype=float)
+    k = v.size
+    if k == 0 or total < k * least or least < 1:
+        raise ValueError(f"cannot split {total} samples among {k} members with at least {least} each")
+    if np.any(~np.isfinite(v)) or np.any(v <= 0):
+        v = np.ones(k)  # nothing usable measured: equal shares
+    fixed = np.zeros(k, dtype=bool)  # members held at ``least``
+    while True:
+        exact = np.where(fixed, float(least), (total - least * fixed.sum()) * v / v[~fixed].sum())
+        low = ~fixed & (exact < least)
+        if not low.any():
+            break
+        fixed |= low
+    base = np.floor(exact + 1e-9).astype(int)
+    rest = total - int(base.sum())
+    order = sorted(range(k), key=lambda i: (-(exact[i] - base[i]), i))
+    for i in order[:rest]:
+        base[i] += 1
+    return [int(b) for b in base]
+
+
+def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, seed: int = 0,
+                    balanced: bool = False):
     """Period of every contiguous segment ``[i, j]`` of the workers sorted by ``tau``.
 
-    Without ``samples`` the period is the segment's largest ``tau`` (deterministic times).
+    Without ``samples`` the period is the segment's largest ``tau`` (deterministic times), or
+    with ``balanced`` :func:`balanced_period` (members' shares by speed; not with ``samples``).
     With ``samples`` (one 1-D array of recent iteration times per worker) it is the expected
     maximum of independent draws from the members' empirical distributions (a group waits
     for whichever member straggles *this* iteration), estimated with ``n_draws`` seeded
@@ -83,7 +126,13 @@ def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, se
     n = t.size
     order = np.argsort(t, kind="stable")
     P = np.full((n, n), np.inf)
-    if samples is None:
+    if balanced:
+        if samples is not None:
+            raise ValueError("balanced periods take times, not samples")
+        inv = 1.0 / t[order]
+        for i in range(n):
+            P[i, i:] = np.arange(1, n - i + 1) / np.cumsum(inv[i:])
+    elif samples is None:
         ts = t[order]
         for i in range(n):
             P[i, i:] = np.maximum.accumulate(ts[i:])
@@ -105,14 +154,15 @@ def segment_periods(tau, samples=None, comm: float = 0.0, n_draws: int = 512, se
 
 def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_push: float = 0.1,
                    theta: float = 0.3, samples=None, comm: float = 0.0, seed: int = 0,
-                   objective: str = "linear", wait: float = 0.0) -> Grouping:
+                   objective: str = "linear", wait: float = 0.0, balanced: bool = False) -> Grouping:
     """Optimal contiguous grouping of workers sorted by ``tau`` (see the module docstring).
 
     ``objective="linear"`` (the design's rule): with no straggler (``max tau <= (1 + theta)
     median tau``) everybody forms one group, i.e. plain synchronous training. ``c_push`` is
     the server time per global update in the same unit as ``tau``. ``samples``/``comm``: see
     :func:`segment_periods` (periods then include random stragglers and the intra-group
-    all-reduce).
+    all-reduce). ``balanced``: the members split a group's samples by speed (module
+    docstring); nobody idles, so the linear objective's idle term is 0.
 
     ``objective="linear"`` minimises ``J`` (idle fraction + ``lam`` x server busy fraction).
     ``objective="throughput"`` maximises the samples per second the grouping lets through,
@@ -131,7 +181,7 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
     if not (lam >= 0 and s_max >= 0 and g_max >= 1 and c_push >= 0 and comm >= 0 and wait >= 0):
         raise ValueError("need lam >= 0, s_max >= 0, g_max >= 1, c_push >= 0, comm >= 0, wait >= 0")
     n = t.size
-    order, P = segment_periods(t, samples, comm, seed=seed)
+    order, P = segment_periods(t, samples, comm, seed=seed, balanced=balanced)
     ts = t[order]
     if n == 1 or (objective == "linear" and not flags.any()):
         g = (tuple(int(i) for i in order),)
@@ -150,7 +200,7 @@ def segment_groups(tau, lam: float = 0.1, s_max: float = 4, g_max: int = 4, c_pu
         end = np.minimum.accumulate(np.where(is_end, pos, n)[:, ::-1], axis=1)[:, ::-1]
         start = np.maximum.accumulate(np.where(is_start, pos, -1), axis=1)
         per = P[start, end]  # period of each position's group
-        idle = (per - ts[None, :]).sum(axis=1) / tot
+        idle = np.zeros(per.shape[0]) if balanced else (per - ts[None, :]).sum(axis=1) / tot
         rate = np.where(is_end, 1.0 / per, 0.0).sum(axis=1)
         slow = per[:, -1]
         if objective == "throughput":
@@ -184,20 +234,22 @@ def group_comm(k, comm: float):
     return np.where(k > 1, 2.0 * (k - 1) / np.maximum(k, 1) * comm, 0.0)
 
 
-def group_periods(tau, groups, comm: float = 0.0) -> np.ndarray:
-    """Each group's period with deterministic times: its slowest member's ``tau`` plus its
-    all-reduce (:func:`group_comm`)."""
+def group_periods(tau, groups, comm: float = 0.0, balanced: bool = False) -> np.ndarray:
+    """Each group's period with deterministic times: its slowest member's ``tau`` (with
+    ``balanced``: :func:`balanced_period`) plus its all-reduce (:func:`group_comm`)."""
     t = np.asarray(tau, dtype=float)
-    return np.array([t[list(g)].max() + float(group_comm(len(g), comm)) for g in groups])
+    compute = balanced_period if balanced else np.max
+    return np.array([compute(t[list(g)]) + float(group_comm(len(g), comm)) for g in groups])
 
 
-def throughput_loss(tau, groups, c_push: float, comm: float = 0.0, wait: float = 0.0) -> tuple[float, float]:
+def throughput_loss(tau, groups, c_push: float, comm: float = 0.0, wait: float = 0.0,
+                    balanced: bool = False) -> tuple[float, float]:
     """``(J, s)`` of an arbitrary grouping under the ``throughput`` objective of
     :func:`segment_groups` (:func:`group_periods`): ``J`` the fraction of the workers' compute
     lost to waiting in groups or at the server, ``s`` the largest predicted staleness (the
     periods lengthened by the server's queue ``wait``, :func:`predicted_staleness`)."""
     t = np.asarray(tau, dtype=float)
-    per = group_periods(t, groups, comm)
+    per = group_periods(t, groups, comm, balanced)
     k = np.array([len(g) for g in groups])
     rate = float(np.sum(1.0 / per))
     J = 1.0 - float(np.sum(k / per)) / float(np.sum(1.0 / t)) / max(1.0, c_push * rate)
@@ -211,7 +263,8 @@ def over_bound(s: float, s_max: float) -> bool:
 
 
 def worth_switching(tau, current, new, c_push: float, s_max: float, margin: float, comm: float = 0.0,
-                    wait: float = 0.0, cost: float = 0.0, lost: float = float("inf")) -> bool:
+                    wait: float = 0.0, cost: float = 0.0, lost: float = float("inf"),
+                    balanced: bool = False) -> bool:
     """Is ``new`` worth the barrier a change of groups costs? Yes if ``current`` exceeds the
     staleness bound by more than one version (predicted with the server's queue ``wait``).
     Otherwise only if ``new`` loses at least ``margin`` less of the workers' compute
@@ -224,10 +277,10 @@ def worth_switching(tau, current, new, c_push: float, s_max: float, margin: floa
     what the best choice in hindsight would pay). Measured times are noisy; without the margin the
     real trainer's groups flipped at every decision near the bound, and without the price at
     a single decision's spike of the server's measured time per update."""
-    j_cur, s_cur = throughput_loss(tau, current, c_push, comm, wait)
+    j_cur, s_cur = throughput_loss(tau, current, c_push, comm, wait, balanced)
     if over_bound(s_cur, s_max):
         return True
-    gain = j_cur - throughput_loss(tau, new, c_push, comm)[0]
+    gain = j_cur - throughput_loss(tau, new, c_push, comm, balanced=balanced)[0]
     return gain >= margin and (cost <= 0 or lost >= cost)
 
 

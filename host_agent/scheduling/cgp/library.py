@@ -73,6 +73,10 @@ class CGPConfig(QuotaRunOptions):
     # CGP: a worker's compute time for the grouping is the longer of its step's wall time and
     # its CPU seconds over its current CPU quota (the pace it sustains alone)
     sustained_periods: bool = True
+    # CGP: the members of a group split its samples by their measured speeds (re-split after
+    # every step), so none waits for the group's slowest; False: every member computes the
+    # local batch (the ablation's "cgp-unbalanced")
+    balance: bool = True
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
@@ -155,7 +159,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
         if cg:
             cg.set(list(quotas[0]) + [cfg.ps_quota])
         pcfg = dict(asdict(cfg), model=spec, data=data_spec, data_path=data_path, port=port, out_dir=out_dir,
-                    cgroups=cg.paths if cg else None)
+                    cgroups=cg.paths if cg else None, least_batch=least)
         path = os.path.join(out_dir, "config.json")
         with open(path, "w") as f:
             json.dump(pcfg, f)

@@ -50,8 +50,8 @@ from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..progress import Heartbeat
 from ..rank_processes import join_world, rank_main
-from .grouping import (group_periods, over_bound, predicted_staleness, segment_groups, throughput_loss,
-                       worth_switching)
+from .grouping import (balanced_shares, group_periods, over_bound, predicted_staleness, segment_groups,
+                       throughput_loss, worth_switching)
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
@@ -130,8 +130,9 @@ class Proc:
     def elapsed(self) -> float:
         return tick() - self.t0
 
-    def grad(self, w: torch.Tensor, out: torch.Tensor) -> tuple[float, float]:
-        """The gradient of a local batch at ``w`` into ``out[:n_param]``; returns its compute time
+    def grad(self, w: torch.Tensor, out: torch.Tensor, n: int | None = None) -> tuple[float, float]:
+        """The gradient (the mean loss's) of a local batch of ``n`` samples (default the
+        configured local batch) at ``w`` into ``out[:n_param]``; returns its compute time
         and, for CGP's grouping, that time at the pace the process's CPU quota sustains
         (``cgroups.quota_paced``): under a quota a step after a wait (for the group, the
         server) runs at full speed on the CPU budget the wait left; only back to back does a
@@ -139,7 +140,7 @@ class Proc:
         self.beats.beat()
         t0, c0 = tick(), time.process_time()
         vector_to_parameters(w, self.params)
-        idx = torch.randint(0, len(self.X), (int(self.cfg["local_batch"]),), generator=self.gen)
+        idx = torch.randint(0, len(self.X), (int(n or self.cfg["local_batch"]),), generator=self.gen)
         self.model.zero_grad()
         loss = digits.loss_sum(self.model(self.X[idx]), self.Y[idx]) / len(idx)
         loss.backward()
@@ -188,6 +189,9 @@ class Proc:
         self.samples = 0
         self.last_snap = -1e9
         prev = groups  # the grouping of the phase that just ended
+        # every worker's local batch at a phase's start (CGP's balanced groups: by speed, the
+        # server's choice at the phase end; the leader re-splits after every step)
+        self.shares0 = [int(self.cfg["local_batch"])] * self.N
         while True:
             for g in groups:  # every rank, the same order (new_group is collective)
                 self.pg(g)
@@ -213,17 +217,19 @@ class Proc:
                 w = self.w if self.mode == "bsp" else state.w
                 up = int(self.elapsed() >= float(self.cfg["duration_s"]))
                 nxt = groups_next if self.rank == self.ps and self.mode == "cgp" else groups
-                flag = torch.tensor([v, up, *grouping_code(nxt, self.N)], dtype=torch.int64)
+                shares = self.shares_for(nxt) if self.rank == self.ps else self.shares0
+                flag = torch.tensor([v, up, *grouping_code(nxt, self.N), *shares], dtype=torch.int64)
                 wb = w.clone()
             else:
-                flag, wb = torch.zeros(2 + self.N, dtype=torch.int64), torch.zeros_like(self.w)
+                flag, wb = torch.zeros(2 + 2 * self.N, dtype=torch.int64), torch.zeros_like(self.w)
             dist.broadcast(wb, src)
             dist.broadcast(flag, src)
             self.w, v = wb, int(flag[0])
             self.log["phase_end_s"] = self.log.get("phase_end_s", 0.0) + tick() - t_end
             if int(flag[1]):
                 break
-            groups = groups_from_code(flag[2:].tolist())
+            groups = groups_from_code(flag[2:2 + self.N].tolist())
+            self.shares0 = [int(x) for x in flag[2 + self.N:].tolist()]
             phase += 1
         # the end of training: the model holder snapshots the final weights (every rank holds
         # them after the broadcast), whenever its last periodic snapshot was. The periodic ones
@@ -256,16 +262,43 @@ class Proc:
                 break
         return v
 
+    def balancing(self, members) -> bool:
+        """Do ``members`` split their samples by speed? CGP's groups of two or more, unless
+        the configuration turns it off (the ablation's ``cgp-unbalanced``)."""
+        return self.mode == "cgp" and len(members) > 1 and bool(self.cfg.get("balance", True))
+
+    def shares_for(self, groups) -> list[int]:
+        """Server: every worker's local batch for the next phase's first step: a balanced
+        group's samples split by the speeds its members' last compute times show (per local
+        batch, :meth:`worker_phase`), else the configured local batch."""
+        b = int(self.cfg["local_batch"])
+        out = [b] * self.N
+        for g in groups:
+            if self.balancing(g):
+                speeds = [b / float(np.median(self.recent[r])) if self.recent[r] else float("nan") for r in g]
+                for r, n in zip(g, balanced_shares(speeds, b * len(g), int(self.cfg.get("least_batch", 1)))):
+                    out[r] = n
+        return out
+
     def worker_phase(self, groups, v: int) -> int:
         gi = next(i for i, g in enumerate(groups) if self.rank in g)
         members = groups[gi]
         leader = members[0]
         gpg = self.pg(members)
-        n = len(members) * int(self.cfg["local_batch"])
+        b = int(self.cfg["local_batch"])
+        n = len(members) * b
         n_param = self.w.numel()
-        # the weights the leader receives, then the version and "phase ends": what the group's
-        # members get in one broadcast (exact in float32: versions stay far below 2**24)
-        wv = torch.zeros(n_param + 2)
+        # balanced groups: each member computes ``mine`` of the group's n samples, its share by
+        # speed; the leader re-splits after every step from the times the all-reduce brought
+        # (an EMA of each member's samples per second) and sends the shares with the weights
+        balance = self.balancing(members)
+        mine = int(self.shares0[self.rank]) if balance else b
+        speeds: dict[int, float] = {}
+        least = int(self.cfg.get("least_batch", 1))
+        # the weights the leader receives, then the version, "phase ends" and every worker's
+        # next local batch: what the group's members get in one broadcast (exact in float32:
+        # versions and batches stay far below 2**24)
+        wv = torch.zeros(n_param + 2 + self.N)
         wv[:n_param] = self.w
         w = self.w = wv[:n_param]
         # the group's summed gradient, then a slot per worker for the members' compute times
@@ -274,8 +307,10 @@ class Proc:
         rtt = 0.0
         while True:
             ext[n_param:] = 0.0
-            tau, paced = self.grad(w, ext)
-            ext[n_param + self.rank] = paced
+            tau, paced = self.grad(w, ext, mine)
+            if mine != b:  # the group's gradient is the mean over all its n samples
+                ext[:n_param] *= mine / b
+            ext[n_param + self.rank] = paced * b / mine  # the time per configured local batch
             self.log["compute_s"] += tau
             self.log["iters"] += 1
             if gpg is not None:
@@ -293,10 +328,19 @@ class Proc:
                 dist.recv(w, self.ps, tag=TAG_W)
                 rtt = tick() - t_push
                 self.log["pushes"] += 1
-                wv[n_param:] = msg.to(wv.dtype)
+                wv[n_param:n_param + 2] = msg.to(wv.dtype)
+                if balance:
+                    for r in members:
+                        now = b / max(float(ext[n_param + r]), 1e-9)
+                        speeds[r] = now if r not in speeds else 0.5 * speeds[r] + 0.5 * now
+                    for r, k in zip(members, balanced_shares([speeds[r] for r in members], n, least)):
+                        wv[n_param + 2 + r] = k
             if gpg is not None:
                 dist.broadcast(wv, leader, group=gpg)
             v, last = int(wv[n_param]), int(wv[n_param + 1])
+            if balance:
+                mine = int(wv[n_param + 2 + self.rank])
+                self.log.setdefault("shares", []).append(mine)  # this worker's local batch, step by step
             if last:
                 return v
 
@@ -321,13 +365,14 @@ class Proc:
         # the staleness is predicted with the periods the server sees: with its queue's wait
         wait = float(np.median(self.waits)) if self.waits else 0.0
         s_max, margin = float(self.cfg["s_max"]), float(self.cfg["switch_margin"])
+        bal = bool(self.cfg.get("balance", True))  # groups split their samples by speed
         gr = segment_groups(tau, float(self.cfg["lam"]), s_max, 4, c_push,
                             float(self.cfg["theta"]), comm=fallback,
-                            objective=self.cfg.get("objective", "throughput"), wait=wait)
+                            objective=self.cfg.get("objective", "throughput"), wait=wait, balanced=bal)
         new = sorted((tuple(sorted(int(i) for i in g)) for g in gr.groups), key=min)
         now = self.elapsed()
-        j_cur, s_cur = throughput_loss(tau, groups, c_push, fallback, wait)
-        gain = j_cur - throughput_loss(tau, new, c_push, fallback)[0]
+        j_cur, s_cur = throughput_loss(tau, groups, c_push, fallback, wait, bal)
+        gain = j_cur - throughput_loss(tau, new, c_push, fallback, balanced=bal)[0]
         # the compute lost since the last decision, as the medians (which span it) measure it
         dt = 0.0 if self.last_decision is None else now - self.last_decision
         self.last_decision = now
@@ -336,7 +381,7 @@ class Proc:
         # a phase end's cost in worker-seconds: the mean of the last ones measured, else every
         # worker waiting half the slowest group's period
         cost = (float(np.mean(self.switch_costs)) if self.switch_costs
-                else 0.5 * self.N * float(group_periods(tau, groups, fallback).max()))
+                else 0.5 * self.N * float(group_periods(tau, groups, fallback, bal).max()))
         if not self.cfg.get("price_switch", True):
             cost = 0.0
         lost = self.lost
@@ -344,7 +389,7 @@ class Proc:
             # a change ends the phase (a barrier): keep the groups unless the new ones are
             # clearly better and the loss of staying has paid for the barrier, or the old
             # ones are over the bound
-            if not worth_switching(tau, groups, new, c_push, s_max, margin, fallback, wait, cost, lost):
+            if not worth_switching(tau, groups, new, c_push, s_max, margin, fallback, wait, cost, lost, bal):
                 new = list(groups)
         if new != list(groups):
             self.lost = 0.0
@@ -359,7 +404,7 @@ class Proc:
             "seen_s": {",".join(map(str, groups[g])): [max(x), float(np.mean(x)), len(x)] for g, x in seen.items()}})
         # the damping's expected staleness per group: predicted without the queue's wait, as
         # before the wait entered the bound (a higher expectation damps less)
-        return new, predicted_staleness(group_periods(tau, new, fallback)).tolist()
+        return new, predicted_staleness(group_periods(tau, new, fallback, bal)).tolist()
 
     def server_phase(self, st: ServerState, groups, expected, v: int, phase: int):
         """Serve pushes until the time is up or (CGP) a regrouping changes the groups; returns

@@ -287,7 +287,8 @@ def test_the_ablation_changes_one_mechanism_each():
     from host_agent.scheduling.cgp.train_cli import ablation_configs
     base = CGPConfig(mode="asp", R=12, damping="excess", s_max=8)
     got = ablation_configs(base)
-    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase"}
+    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase", "cgp-unbalanced"}
+    assert base.balance and not got["cgp-unbalanced"].balance and got["cgp-no-bound"].balance
     assert all(c.mode == "cgp" for c in got.values())
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
     assert got["cgp-no-damping"].damping == "none" and not got["cgp-no-damping"].barrier_every_phase
@@ -341,8 +342,10 @@ def _deciding_server(cfg_over=None):
 
     from host_agent.scheduling.cgp.procs import Proc
     p = Proc.__new__(Proc)
+    # equal local batches in a group (balance False): the rent-or-buy figures below are of
+    # that period model; a balanced decision is tested on its own
     p.cfg = {"s_max": 8, "switch_margin": 0.05, "lam": 1.0, "theta": 0.3, "objective": "throughput",
-             "c_push": 0.0036}
+             "c_push": 0.0036, "balance": False}
     p.cfg.update(cfg_over or {})
     p.N, p.log, p.now = 4, {"taus": []}, 0.0
     p.elapsed = lambda: p.now
@@ -534,3 +537,72 @@ def test_a_failed_method_of_train_cgp_keeps_the_methods_that_finished(tmp_path, 
     assert "interrupted" not in res
     err = capsys.readouterr().err
     assert f"saatp train cgp: {calls[2]} failed; the 2 finished method(s) ({', '.join(calls[:2])}) are in {out}" in err
+
+
+def test_balanced_shares_follow_speed_sum_to_the_group_and_keep_the_least():
+    from host_agent.scheduling.cgp.grouping import balanced_shares
+    assert balanced_shares([3.0, 1.0], 64) == [48, 16]
+    assert balanced_shares([1.0, 1.0, 1.0], 32) == [11, 11, 10]  # remainders to the earlier member
+    assert balanced_shares([100.0, 1.0], 64, least=4) == [60, 4]  # a batch-norm model's least batch
+    assert balanced_shares([float("nan"), 2.0], 10) == [5, 5]  # nothing measured yet: equal
+    for v in ([5.0, 0.3, 2.2, 1.1], [1e-3, 1e3, 7.0]):
+        got = balanced_shares(v, 96, least=2)
+        assert sum(got) == 96 and min(got) >= 2
+        assert np.argmax(got) == np.argmax(v) and np.argmin(got) == np.argmin(v)
+    with pytest.raises(ValueError, match="cannot split"):
+        balanced_shares([1.0, 1.0], 3, least=2)
+
+
+def test_a_balanced_group_waits_for_nobody_so_a_straggler_joins_it_for_the_bound():
+    from host_agent.scheduling.cgp.grouping import group_periods, segment_groups, throughput_loss
+    tau = [1.0, 1.0, 1.0, 4.0]  # a 4x straggler: alone it sees 4 x 3.25 - 1 = 12 versions
+    # equal local batches: a group's period is its slowest member's, shares by speed: k / sum 1/tau
+    assert group_periods(tau, [(2, 3)]) == pytest.approx([4.0])
+    assert group_periods(tau, [(2, 3)], balanced=True) == pytest.approx([2 / 1.25])
+    # merging the straggler costs 23 % of the compute with equal batches (worker 2 waits 3 of
+    # every 4 time units), nothing balanced
+    assert throughput_loss(tau, [(0,), (1,), (2, 3)], 0.0)[0] == pytest.approx(1 - (1 + 1 + 2 / 4) / 3.25)
+    assert throughput_loss(tau, [(0,), (1,), (2, 3)], 0.0, balanced=True)[0] == pytest.approx(0.0)
+    g = segment_groups(tau, s_max=8, c_push=0.001, comm=0.01, objective="throughput", balanced=True)
+    assert any(3 in x and len(x) > 1 for x in g.groups) and max(g.staleness) <= 8
+    # no bound to keep: every worker alone (a group's all-reduce is all it would add)
+    g = segment_groups(tau, s_max=100, c_push=0.001, comm=0.01, objective="throughput", balanced=True)
+    assert g.G == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("balance", [True, False])
+def test_the_members_of_a_balanced_group_split_its_samples_step_by_step(tmp_path, balance):
+    """Three equal workers and a bound of 0: singletons would see 2 versions, so the server
+    merges them into one group; with ``balance`` every step's shares add up to the group's
+    3 local batches (the leader re-splits them by speed), without it each computes 32."""
+    import json
+
+    from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    res = train_cgp("host_agent.scheduling.digits:cnn", "digits",
+                    CGPConfig(mode="cgp", base_quotas=(0.5, 0.5, 0.5), duration_s=3.0, R=4, s_max=0,
+                              cgroups=False, snapshot_s=0.5, balance=balance), log_dir=str(tmp_path))
+    assert [0, 1, 2] in [sorted(x) for g in res["groupings"][1:] for x in g["groups"]]
+    shares = [json.load(open(tmp_path / f"rank{r}.json")).get("shares", []) for r in range(3)]
+    if not balance:
+        assert shares == [[], [], []]
+        return
+    n = min(len(s) for s in shares)
+    assert n >= 3 and all(len(s) == n for s in shares)  # the same steps: one group throughout
+    assert all(a + b + c == 96 and min(a, b, c) >= 1 for a, b, c in zip(*shares))
+    assert res["max_staleness"] <= 1
+
+
+def test_a_balanced_server_merges_the_straggler_it_must_and_gives_its_group_shares_by_speed():
+    singles = [(0,), (1,), (2,), (3,)]
+    p, measure = _deciding_server({"balance": True, "local_batch": 32, "least_batch": 1})
+    p.mode = "cgp"
+    measure([0.008, 0.009, 0.008, 0.037], wait=0.0)  # 10.6 versions alone: over the bound
+    new, _ = p.decide(singles)
+    assert p.log["decisions"][-1]["forced"]
+    merged = next(g for g in new if 3 in g)
+    assert len(merged) > 1
+    shares = p.shares_for(new)
+    assert sum(shares[r] for r in merged) == 32 * len(merged)
+    assert shares[3] == min(shares[r] for r in merged) and shares[3] < 32  # the straggler computes less
+    assert all(shares[r] == 32 for g in new if len(g) == 1 for r in g)
