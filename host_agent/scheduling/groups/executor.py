@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
@@ -290,6 +291,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
                                                         STATIC[m])
                 static[m] = dict(devices=list(p.static_devices), predicted_s=T_s,
                                  predicted_cost_over_budget=c_s / b_model)
+        floor = budget_floor(ref, est0, quotas, np.asarray(cfg.base_quotas), b_model)
         est = {m: est0.copy() for m in cfg.methods}
         cur: dict[str, ExecPlan | None] = {m: None for m in cfg.methods}
         rec: dict[str, list] = {m: [] for m in cfg.methods}
@@ -383,7 +385,23 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
     out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, load0)
     out["static_sets"] = static
     out["budget_reference"] = dict(reference, model_budget=b_model)
+    out["budget_floor"] = floor
     out["final_params"] = final  # tensors (not JSON): group 0's parameters after the last slot
+    return out
+
+
+def budget_floor(ref: SlotPlanner, est: Estimates, quotas: np.ndarray, base: np.ndarray, budget: float) -> dict:
+    """The least cost any device set is predicted to run at over the trace (BSP on it: a set
+    of one process is the whole model there), against ``budget`` (the model's own, as the
+    static sets are chosen). Above 1, no method can meet the budget: a warning says so before
+    the first slot. Until 2026-11-28 ``--budget-frac 0.01`` ran every method at 30-70x the
+    budget without a word on why (the least any set costs was 27x it)."""
+    devs, T, c = static_set(ref, est, quotas, base, 0.0, "bsp")  # none meets 0: the cheapest
+    out = dict(devices=list(devs), predicted_s=T, predicted_cost_over_budget=c / budget)
+    if c > budget * (1 + 1e-9):
+        print(f"warning: no device set is predicted to meet the budget: the cheapest (processes {list(devs)}, each "
+              f"a replica of the whole model) at {c / budget:.3g}x it; every method will run above it (a larger "
+              f"--budget-frac?)", file=sys.stderr, flush=True)
     return out
 
 

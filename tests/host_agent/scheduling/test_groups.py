@@ -440,6 +440,27 @@ def test_static_set_meets_the_budget_in_prediction_and_favours_speed():
         pl.set_budget(est, quotas, base, 1.0, "nope")
 
 
+def test_a_budget_no_device_set_can_meet_is_warned_before_the_run(capsys):
+    """--budget-frac 0.01 ran every method at 30-70x the budget without a word on why: the
+    least any device set was predicted to cost was 27x it."""
+    from host_agent.scheduling.groups.executor import budget_floor
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner, static_set
+    c = _costs()
+    base = np.array([0.4, 0.3, 0.2, 0.1])
+    pl = SlotPlanner("lyapunov", c, 128, base ** 1.2, V=10.0)
+    est = Estimates(base.copy(), sync_bw=1e9, mig_bw=1e9)
+    quotas = np.tile(base, (4, 1))
+    _, budget = pl.set_budget(est, quotas, base, 1.0, "all")
+    devs, _, least = static_set(pl, est, quotas, base, 0.0, "bsp")
+    ok = budget_floor(pl, est, quotas, base, budget)  # LB-BSP on all processes is within it
+    assert ok["predicted_cost_over_budget"] <= 1 and "warning" not in capsys.readouterr().err
+    low = budget_floor(pl, est, quotas, base, budget * 0.01)
+    assert low["devices"] == list(devs) and low["predicted_cost_over_budget"] == pytest.approx(least / (budget * 0.01))
+    assert low["predicted_cost_over_budget"] > 1
+    err = capsys.readouterr().err
+    assert "no device set is predicted to meet the budget" in err and f"processes {list(devs)}" in err
+
+
 def test_the_budget_reference_is_measured_lbbsp_on_every_process():
     """The budget and T_ref are scaled by LB-BSP's measured over predicted batch time: the
     start-up model alone was 0.2-10x off for models far from the digits CNN."""
