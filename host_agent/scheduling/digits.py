@@ -27,8 +27,10 @@ class Dataset:
     name: str = "digits"
 
     def __post_init__(self) -> None:
-        if len(self.x_train) != len(self.y_train) or len(self.x_test) != len(self.y_test):
-            raise ValueError("data set: inputs and labels differ in length")
+        for split, x, y in (("training", self.x_train, self.y_train), ("test", self.x_test, self.y_test)):
+            if len(x) != len(y):  # until 2026-11-28 the message named neither the split nor the lengths
+                raise ValueError(f"data set: the {split} split has {len(x)} inputs and {len(y)} labels: one label "
+                                 f"per sample")
         if len(self.x_train) == 0:
             raise ValueError("data set: empty training split")
         if len(self.x_test) == 0:  # the runs' accuracy is on the test split: it came out as NaN

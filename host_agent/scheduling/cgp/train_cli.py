@@ -28,7 +28,9 @@ from .library import MODES, CGPConfig, compare, train_cgp
 
 # CGP variants of the ablation: each maps the run's configuration to the fields it changes
 ABLATION = {"cgp-no-damping": lambda c: dict(damping="none"), "cgp-inverse": lambda c: dict(damping="inverse"),
-            "cgp-no-bound": lambda c: dict(s_max=10_000),
+            # no bound: 10 000 versions, or the run's own --s-max where that is larger (until
+            # 2026-11-28 --s-max 1e9 gave "cgp-no-bound" the tighter bound of the two)
+            "cgp-no-bound": lambda c: dict(s_max=max(10_000, c.s_max)),
             "cgp-barrier-every-phase": lambda c: dict(barrier_every_phase=True),
             "cgp-unbalanced": lambda c: dict(balance=False)}
 

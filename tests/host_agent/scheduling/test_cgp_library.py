@@ -293,6 +293,9 @@ def test_the_ablation_changes_one_mechanism_each():
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
     assert got["cgp-no-damping"].damping == "none" and not got["cgp-no-damping"].barrier_every_phase
     assert got["cgp-no-bound"].s_max > 1000 and got["cgp-inverse"].damping == "inverse"
+    # a run whose own bound is already above the ablation's "no bound" keeps its own: the
+    # variant without the bound must not be the more bounded of the two
+    assert ablation_configs(CGPConfig(s_max=10**9))["cgp-no-bound"].s_max == 10**9
 
 
 def test_the_servers_queue_wait_lowers_the_predicted_staleness_and_the_forced_switch():

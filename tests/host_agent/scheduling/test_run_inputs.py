@@ -37,6 +37,11 @@ def test_a_data_set_needs_a_test_split_and_one_class_label_per_sample():
         digits.Dataset(x[:30], y[:30, None], x[30:], y[30:])
     with pytest.raises(ValueError, match=r"y_test must be one class label per sample"):
         digits.Dataset(x[:30], y[:30], x[30:], y[30:, None])
+    # inputs and labels of different lengths: the message names the split and both lengths
+    with pytest.raises(ValueError, match=r"the training split has 30 inputs and 29 labels"):
+        digits.Dataset(x[:30], y[:29], x[30:], y[30:])
+    with pytest.raises(ValueError, match=r"the test split has 10 inputs and 9 labels"):
+        digits.Dataset(x[:30], y[:30], x[30:], y[31:])
     # labels need not start at 0 nor be contiguous; lists and tensors are taken as numpy arrays are
     d = digits.Dataset(x[:30].tolist(), (y[:30] * 3 + 1).tolist(), torch.as_tensor(x[30:]), torch.as_tensor(y[30:]))
     assert d.x_train.dtype == torch.float32 and d.y_train.dtype == torch.int64 and int(d.y_train.max()) <= 7
