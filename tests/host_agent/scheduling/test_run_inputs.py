@@ -14,6 +14,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from host_agent.scheduling import digits
 from host_agent.scheduling.groups.checks import check_model_on_data
@@ -707,3 +708,17 @@ def test_the_number_of_processes_follows_the_base_quotas_when_not_given():
         GroupsConfig(world=3, base_quotas=(0.5, 0.5), cgroups=False)
     with pytest.raises(ValueError, match="3 workers need 3 base quotas, got 2"):
         CGPConfig(workers=3, base_quotas=(0.5, 0.5), cgroups=False)
+
+
+def test_batch_norm_statistics_are_estimated_without_a_batch_of_one_sample():
+    """The evaluation estimates a batch-norm model's running statistics from the training split
+    in batches of 256: a split of 257 samples left a last batch of one, and a BatchNorm1d in
+    training mode refused it, failing the run at its first evaluation."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    for n in (257, 513, 256, 2):
+        data = digits.Dataset(torch.randn(n, 5), torch.arange(n) % 3, torch.randn(7, 5), torch.arange(7) % 3)
+        got = digits.bn_batches(data.x_train, 256)
+        assert min(len(b) for b in got) > 1 and torch.equal(torch.cat(got), data.x_train)
+        w = nn.utils.parameters_to_vector(model.parameters()).detach()
+        assert 0.0 <= digits.accuracy_of(model, w, data) <= 1.0
