@@ -71,12 +71,21 @@ class NotOneTensor(ValueError):
     """A layer's output is not one tensor: no stage boundary may follow that layer."""
 
 
-def one_tensor(y, i: int, layer: nn.Module) -> torch.Tensor:
+def one_tensor(y, i: int, layer: nn.Module, last: bool = False) -> torch.Tensor:
     """``y``, the output of layer ``i``; :class:`NotOneTensor` (naming the layer) unless it is a
     tensor. Every child of the model's ``nn.Sequential`` is a layer the planner may cut after,
-    and what crosses a stage boundary is one tensor."""
+    and what crosses a stage boundary is one tensor. The ``last`` layer's output crosses no
+    boundary but goes to ``loss_sum``, and the profiler and torch's schedules take one tensor
+    there too: until 2026-11-28 a head returning ``(logits, aux)`` was told to put "the layers
+    that pass the tuple on" into one module, when there are none after it."""
     if isinstance(y, torch.Tensor):
         return y
+    if last:
+        raise NotOneTensor(
+            f"layer {i} ({type(layer).__name__}), the model's last, returns a {type(y).__name__}, not a tensor: "
+            f"the pipeline's last stage hands one tensor to loss_sum (the profiler times its backward from it, "
+            f"torch's schedules need it); return one tensor from the model (the logits, say) and compute the "
+            f"rest in loss_sum")
     raise NotOneTensor(f"layer {i} ({type(layer).__name__}) returns a {type(y).__name__}, not a tensor: a pipeline "
                        f"stage boundary must carry one tensor, and every child of the model's nn.Sequential is a "
                        f"place to cut; put the layers that pass the {type(y).__name__} on into one module that "
@@ -114,7 +123,7 @@ def _check_layer_outputs(spec: ModelSpec, b: int, seed: int) -> None:
     x, _ = spec.make_batch(int(b), 0)
     with torch.no_grad():
         for i, layer in enumerate(layers):
-            x = one_tensor(layer(x), i, layer)
+            x = one_tensor(layer(x), i, layer, last=i == len(layers) - 1)
             if i == len(layers) - 1:
                 continue
             if x.dim() == 0 or x.shape[0] != b:
@@ -155,7 +164,7 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
             inp = h.detach()
             if inp.is_floating_point():
                 inp.requires_grad_()
-            y = one_tensor(layer(inp), i, layer)
+            y = one_tensor(layer(inp), i, layer, last=i == len(layers) - 1)
             g = torch.randn_like(y)
 
             def fwd(layer=layer, inp=inp):

@@ -66,6 +66,28 @@ def test_a_layer_that_returns_a_tuple_is_refused_by_name(tmp_path, monkeypatch, 
     assert "Traceback" not in err and not out.exists()
 
 
+
+def test_a_last_layer_that_returns_a_dict_is_told_to_move_the_rest_into_loss_sum():
+    """The last layer's output goes to loss_sum, not across a boundary: it was told to put "the
+    layers that pass the dict on" into one module, when there are none after it."""
+    import torch
+    from torch import nn
+
+    from host_agent.scheduling.pipeline.models import ModelSpec
+    from host_agent.scheduling.profile.measure import NotOneTensor, check_layer_outputs
+
+    class Head(nn.Module):
+        def forward(self, x):
+            return {"logits": x}
+
+    m = ModelSpec("dict-head", lambda: nn.Sequential(nn.Linear(8, 3), Head()),
+                  lambda B, step: (torch.randn(B, 8), torch.randint(0, 3, (B,))),
+                  lambda out, y: nn.functional.cross_entropy(out["logits"], y, reduction="sum"))
+    with pytest.raises(NotOneTensor) as e:
+        check_layer_outputs(m, 2)
+    assert "layer 1 (Head), the model's last, returns a dict" in str(e.value)
+    assert "compute the rest in loss_sum" in str(e.value) and "pass the dict on" not in str(e.value)
+
 IDS_MODEL = '''
 import torch
 from torch import nn
