@@ -407,6 +407,9 @@ def whole_number(option: str, text: str, alternative: str = "") -> int:
     return n
 
 
+DEFAULT_BATCH = 64  # --batch without a profile's calibration B
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="vgg-mini", help="vgg-mini, gpt-mini or MODULE:FN (default vgg-mini)")
     p.add_argument("--stages", type=int, default=4)
@@ -416,7 +419,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CPUs per stage (cgroup v1 quota); 'auto' = 60%% of the cores / stages, 'none' = no cgroups")
     p.add_argument("--slow", action="append", default=[], metavar="STAGE:QUOTA",
                    help="give one stage a different CPU quota, e.g. 2:0.2 (repeatable)")
-    p.add_argument("--batch", type=int, default=64, help="minibatch size B (default 64)")
+    p.add_argument("--batch", type=int, default=None,
+                   help=f"minibatch size B (default: the --profile's calibration B, what saatp plan umpipe "
+                        f"--profile plans for; else {DEFAULT_BATCH})")
     p.add_argument("--steps", type=int, default=15, help="timed iterations per schedule, reported (default 15)")
     p.add_argument("--candidates", type=int, default=3,
                    help="candidates per method, the model's best, measured in a tuning session (default 3; "
@@ -526,6 +531,12 @@ def run(args: argparse.Namespace) -> int:
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
         M = None if args.microbatches == "best" else whole_number("--microbatches", args.microbatches, "or best")
+        if args.batch is None:
+            # the profile's B, as plan umpipe --profile takes it: until 2026-11-28 a run on a
+            # profile of B = 10 trained B = 64 without a word while plan umpipe planned for 10
+            cal = (profile_costs.load(args.profile).get("calibration") or {}) if args.profile else {}
+            B = cal.get("B") if isinstance(cal, dict) else None
+            args.batch = B if isinstance(B, int) and B >= 1 else DEFAULT_BATCH
         if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or min(args.lead,
                                                                                              args.warmup) < 0:
             raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead and "

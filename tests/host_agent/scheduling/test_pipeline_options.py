@@ -336,3 +336,28 @@ def test_a_quota_below_what_a_cgroup_takes_is_refused_not_raised(tmp_path, capsy
     out = tmp_path / "p.json"
     assert main(["profile", "--model", "vgg-mini", "--quota", "0.3", "--slow", "1:0.05", "--out", str(out)]) == 2
     assert "stage 1 has a CPU quota of 0.05 CPU" in capsys.readouterr().err and not out.exists()
+
+
+def test_train_pipeline_on_a_profile_trains_the_profiles_batch_by_default(tmp_path, monkeypatch, capsys):
+    """plan umpipe --profile plans for the profile's calibration B; train pipeline --profile
+    without --batch trained B = 64 instead, without a word."""
+    from emulation.cli import main
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    path = tmp_path / "prof.json"
+    cal = dict(B=10, cuts=[1], quotas=[0.9, 0.9], stages=[])  # another split's: applies to nothing here
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model, calibration=cal)))
+    Bs = []
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: Bs.append(cfg.B) or dict(
+        runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "0.5", "--slow", "1:0.25",
+            "--schedule", "gpipe", "--candidates", "1", "--steps", "1", "--json", str(tmp_path / "t.json")]
+    assert main(args + ["--profile", str(path)]) == 0
+    assert Bs == [10] and json.loads((tmp_path / "t.json").read_text())["B"] == 10
+    assert main(args + ["--profile", str(path), "--batch", "6"]) == 0 and Bs[-1] == 6
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # no calibration: the default
+    assert main(args + ["--profile", str(path)]) == 0 and Bs[-1] == cli.DEFAULT_BATCH == 64
