@@ -361,3 +361,13 @@ def test_train_pipeline_on_a_profile_trains_the_profiles_batch_by_default(tmp_pa
     assert main(args + ["--profile", str(path), "--batch", "6"]) == 0 and Bs[-1] == 6
     path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # no calibration: the default
     assert main(args + ["--profile", str(path)]) == 0 and Bs[-1] == cli.DEFAULT_BATCH == 64
+
+
+@pytest.mark.parametrize("times", [[0.005, 0.034], [0.02, 0.01, 0.05], [0.3, 0.1, 0.2, 0.9, 0.4]])
+def test_the_reported_quartiles_lie_between_the_least_and_the_most_time_measured(times):
+    # --steps 2 reported q1..q3 "-3.5..42.6" ms for iterations of 5.3 and 34 ms (extrapolated)
+    from host_agent.scheduling.train import cli
+
+    sp = cli._spread(times)
+    assert min(times) <= sp["q1_s"] <= sp["median_s"] <= sp["q3_s"] <= max(times)
+    assert (sp["min_s"], sp["max_s"], sp["n"]) == (min(times), max(times), len(times))
