@@ -13,4 +13,17 @@
 from .grouping import Grouping, predicted_staleness, segment_groups, straggler_flags
 from .policy import damping, gate_allows
 
-__all__ = ["Grouping", "predicted_staleness", "segment_groups", "straggler_flags", "damping", "gate_allows"]
+__all__ = ["Grouping", "predicted_staleness", "segment_groups", "straggler_flags", "damping", "gate_allows",
+           "train_cgp", "CGPConfig", "compare"]
+
+_LIBRARY = ("train_cgp", "CGPConfig", "compare")
+
+
+def __getattr__(name: str):
+    """``from host_agent.scheduling.cgp import train_cgp, CGPConfig`` as the README writes it
+    (until 2026-11-28 an ImportError: they were only in :mod:`.library`); loaded on first use,
+    so the simulator (``saatp plan cgp``) does not import the real-process code."""
+    if name in _LIBRARY:
+        from . import library
+        return getattr(library, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,3 +11,15 @@
 * :mod:`.worker` / :mod:`.executor` -- the processes and their controller.
 * :mod:`.cli`, :mod:`.plot` -- the command and its plots.
 """
+
+__all__ = ["GroupsConfig", "run"]
+
+
+def __getattr__(name: str):
+    """``from host_agent.scheduling.groups import GroupsConfig, run`` (the executor's library
+    call, as ``train_cgp`` is CGP's; until 2026-11-28 only from :mod:`.executor`), loaded on
+    first use."""
+    if name in __all__:
+        from . import executor
+        return getattr(executor, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

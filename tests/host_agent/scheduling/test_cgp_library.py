@@ -609,3 +609,16 @@ def test_a_balanced_server_merges_the_straggler_it_must_and_gives_its_group_shar
     assert sum(shares[r] for r in merged) == 32 * len(merged)
     assert shares[3] == min(shares[r] for r in merged) and shares[3] < 32  # the straggler computes less
     assert all(shares[r] == 32 for g in new if len(g) == 1 for r in g)
+
+
+def test_the_library_calls_import_from_their_packages_as_the_readme_writes_them():
+    """README: ``host_agent.scheduling.cgp.train_cgp(model_fn, dataset, ...)``; it was only in
+    ``cgp.library`` (ImportError), and the groups executor's ``run`` only in ``groups.executor``."""
+    from host_agent.scheduling.cgp import CGPConfig, compare, train_cgp
+    from host_agent.scheduling.cgp import library
+    from host_agent.scheduling.groups import GroupsConfig, executor, run
+    assert (train_cgp, CGPConfig, compare) == (library.train_cgp, library.CGPConfig, library.compare)
+    assert (run, GroupsConfig) == (executor.run, executor.GroupsConfig)
+    import host_agent.scheduling.cgp as cgp_pkg
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        cgp_pkg.nope
