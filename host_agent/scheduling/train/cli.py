@@ -411,15 +411,18 @@ def whole_number(option: str, text: str, alternative: str = "") -> int:
 
 
 DEFAULT_BATCH = 64  # --batch without a profile's calibration B
+DEFAULT_STAGES = 4  # --stages without a profile
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="vgg-mini", help="vgg-mini, gpt-mini or MODULE:FN (default vgg-mini)")
-    p.add_argument("--stages", type=int, default=4)
+    p.add_argument("--stages", type=int, default=None,
+                   help=f"pipeline stages (default: the --profile's, else {DEFAULT_STAGES})")
     p.add_argument("--schedule", action="append", choices=SCHEDULES + ("all",), default=None,
                    help="repeatable; default umpipe")
-    p.add_argument("--quota", default="auto",
-                   help="CPUs per stage (cgroup v1 quota); 'auto' = 60%% of the cores / stages, 'none' = no cgroups")
+    p.add_argument("--quota", default=None,
+                   help="CPUs per stage (cgroup v1 quota); 'auto' = 60%% of the cores / stages, 'none' = no cgroups "
+                        "(default: the --profile's quotas, else auto)")
     p.add_argument("--slow", action="append", default=[], metavar="STAGE:QUOTA",
                    help="give one stage a different CPU quota, e.g. 2:0.2 (repeatable)")
     p.add_argument("--batch", type=int, default=None,
@@ -522,11 +525,30 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
     return [got[k] for k in keys]
 
 
+def run_quotas(args: argparse.Namespace) -> list[float | None]:
+    """The stages' CPU quotas, and ``args.stages`` set when not given: with ``--profile`` and
+    neither given, the profile's stage count and quotas (``--slow`` overriding stages), what
+    ``plan umpipe --profile`` plans for; else ``--stages`` (default 4) and ``--quota`` (default
+    auto). Until 2026-11-28 a run on a 3-stage profile at 0.4/0.2/0.4 CPU without ``--stages``
+    and ``--quota`` ran 4 stages at ``auto`` quotas, with a note."""
+    prof_q = None
+    if args.profile and (args.stages is None or args.quota is None):
+        got = profile_costs.load(args.profile).get("stage_quotas")
+        prof_q = list(got) if isinstance(got, list) and got else None
+    if args.stages is None:
+        args.stages = len(prof_q) if prof_q else DEFAULT_STAGES
+    if args.quota is None and prof_q and len(prof_q) == args.stages:
+        given = cgroups.stage_quotas(args.stages, None, args.slow)
+        return [q if q is not None else b for q, b in zip(given, prof_q)]
+    quota = "auto" if args.quota is None else args.quota
+    return cgroups.stage_quotas(args.stages, profile_cli.parse_quota(quota, args.stages), args.slow)
+
+
 def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         spec = load_model(args.model)
-        quotas = cgroups.stage_quotas(args.stages, profile_cli.parse_quota(args.quota, args.stages), args.slow)
+        quotas = run_quotas(args)
         cgroups.check_settable(quotas)  # below 0.1 CPU was raised to it without a word
         note = cgroups.oversubscribed(quotas)
         if note:

@@ -371,3 +371,29 @@ def test_the_reported_quartiles_lie_between_the_least_and_the_most_time_measured
     sp = cli._spread(times)
     assert min(times) <= sp["q1_s"] <= sp["median_s"] <= sp["q3_s"] <= max(times)
     assert (sp["min_s"], sp["max_s"], sp["n"]) == (min(times), max(times), len(times))
+
+
+def test_train_pipeline_on_a_profile_runs_its_stages_and_quotas_by_default(tmp_path, monkeypatch, capsys):
+    """plan umpipe --profile plans for the profile's stages and quotas; train pipeline --profile
+    without --stages and --quota ran 4 stages at 'auto' quotas (with a note)."""
+    from emulation.cli import main
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # 2 stages, quotas 0.5 and 0.25
+    quotas = []
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: quotas.append(kw["quotas"]) or dict(
+        runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe",
+            "--candidates", "1", "--steps", "1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert quotas[-1] == [0.5, 0.25] and "2 stages" in out and "are not those" not in out
+    assert main(args + ["--slow", "1:0.3"]) == 0 and quotas[-1] == [0.5, 0.3]  # --slow overrides one
+    assert main(args + ["--quota", "0.4"]) == 0 and quotas[-1] == [0.4, 0.4]  # --quota: every stage
+    assert main(args + ["--stages", "3", "--cuts", "2,4"]) == 0 and len(quotas[-1]) == 3  # not the profile's: auto
+    assert "are not those" in capsys.readouterr().out
