@@ -48,7 +48,7 @@ from ..pipeline.torch_schedules import TORCH_SCHEDULES, can_run
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
-from ..result_files import check_result_files, write_json
+from ..result_files import check_result_files, keep_interrupted, write_json
 from ..umpipe import family
 
 SCHEDULES = ("umpipe", "gpipe", "1f1b", "torch-gpipe", "torch-1f1b")
@@ -525,6 +525,26 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
     return [got[k] for k in keys]
 
 
+def _keep_tuning(args: argparse.Namespace, e: BaseException, part: dict) -> None:
+    """The final session was interrupted (Ctrl-C, SIGTERM) or failed (a stage exited or hung):
+    write what the tuning session measured to ``--json``, marked ``interrupted`` or ``failed``
+    (with ``error``, the message's first line), and say so."""
+    if isinstance(e, RuntimeError):
+        part.update(failed="final session", error=(str(e).splitlines() or [""])[0])
+        try:
+            write_json(args.json, part)
+        except OSError as err:
+            print(f"saatp train pipeline: the final session failed; the tuning session's measurements could not be "
+                  f"kept: {err}", file=sys.stderr)
+            return
+        print(f"saatp train pipeline: the final session failed; the tuning session's measurements are in "
+              f"{args.json}", file=sys.stderr)
+        return
+    part.update(interrupted="final session")
+    keep_interrupted("saatp train pipeline", args.json, part, " during the final session",
+                     "the tuning session's measurements")
+
+
 def run_quotas(args: argparse.Namespace) -> list[float | None]:
     """The stages' CPU quotas, and ``args.stages`` set when not given: with ``--profile`` and
     neither given, the profile's stage count and quotas (``--slow`` overriding stages), what
@@ -643,7 +663,17 @@ def run(args: argparse.Namespace) -> int:
                 tuning["rescaled"] = rescale_for_drift(runs, host_drift(
                     prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend),
                     tuning["runs"], args.batch)
-        final = _session(costs, args, runs, args.steps, quotas)
+        try:
+            final = _session(costs, args, runs, args.steps, quotas)
+        except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
+            # keep the tuning session's measurements (minutes of them): until 2026-11-28 a Ctrl-C
+            # or a failed stage in the final session lost them
+            if tuning is not None and args.json:
+                _keep_tuning(args, e, dict(model=args.model, stages=args.stages, B=args.batch, quotas=quotas,
+                                           cuts=costs.info["cuts"], backend=args.backend, candidates=args.candidates,
+                                           tune_steps=args.tune_steps, profile=args.profile, plan=fam.public(),
+                                           tuning=tuning, summary=None, left_out=left, seed=args.seed))
+            raise
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:
         print(f"saatp train pipeline: {e}", file=sys.stderr)

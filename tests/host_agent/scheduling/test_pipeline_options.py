@@ -397,3 +397,46 @@ def test_train_pipeline_on_a_profile_runs_its_stages_and_quotas_by_default(tmp_p
     assert main(args + ["--quota", "0.4"]) == 0 and quotas[-1] == [0.4, 0.4]  # --quota: every stage
     assert main(args + ["--stages", "3", "--cuts", "2,4"]) == 0 and len(quotas[-1]) == 3  # not the profile's: auto
     assert "are not those" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measurements(stop, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """A Ctrl-C or a failed stage in the final session lost the tuning session (minutes of
+    measurements) until 2026-11-28."""
+    from host_agent.scheduling.train import cli
+
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "saatp_six_layers_xyz:model"
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))
+    sessions = []
+
+    def fake_run(cfg, **kw):
+        sessions.append(len(cfg.runs))
+        if len(sessions) == 2:  # the final session
+            raise stop("stage 1 (exit status 1) ended the run")
+        return dict(runs=[dict(iteration_s=[0.01, 0.012], losses=[1.0, 1.0]) for _ in cfg.runs])
+
+    monkeypatch.setattr(cli.launch, "run", fake_run)
+    out = tmp_path / "res" / "t.json"
+    args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule", "1f1b",
+            "--candidates", "2", "--tune-steps", "2", "--steps", "2", "--json", str(out)]
+    if stop is KeyboardInterrupt:
+        with pytest.raises(KeyboardInterrupt):
+            cli.main(args)
+    else:
+        assert cli.main(args) == 2
+    assert len(sessions) == 2
+    got = json.loads(out.read_text())
+    assert got["summary"] is None and len(got["tuning"]["runs"]) >= 3 and got["B"] == 6
+    err = capsys.readouterr().err
+    if stop is KeyboardInterrupt:
+        assert got["interrupted"] == "final session"
+        assert f"interrupted during the final session; the tuning session's measurements are in {out}" in err
+    else:
+        assert got["failed"] == "final session" and got["error"] == "stage 1 (exit status 1) ended the run"
+        assert f"the final session failed; the tuning session's measurements are in {out}" in err
+        assert "saatp train pipeline: stage 1 (exit status 1) ended the run" in err
