@@ -183,6 +183,17 @@ def model_from(spec: str) -> nn.Module:
     return m
 
 
+def built_as_ranks_build(spec: str, seed: int, sequential: bool = False) -> nn.Module:
+    """``spec``'s model built as the ranks build theirs (``torch.manual_seed(seed)`` first), for
+    the parent's evaluations: the runs exchange parameters only, so a buffer the model draws
+    at random (a fixed random projection) is the ranks' only when it is drawn from the same
+    seed. Until 2026-11-28 the parent built its model unseeded (``train cgp``) or with seed 1
+    (``train groups``, ranks 0): a random-features model trained to 0.97 on wine was reported
+    at 0.33 (chance) throughout."""
+    torch.manual_seed(int(seed))
+    return sequential_from(spec) if sequential else model_from(spec)
+
+
 def sequential_from(spec: str) -> nn.Sequential:
     """:func:`model_from` for the groups executor, whose pipelines cut between the children of
     an ``nn.Sequential``: any other module is refused with a clear error."""

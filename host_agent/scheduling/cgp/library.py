@@ -198,7 +198,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
     snap_path = os.path.join(out_dir, f"snapshots{holder}.pt")
     snaps = torch.load(snap_path)
     os.remove(snap_path)  # weights, tens of MB: evaluated below, not kept with the logs
-    model = digits.model_from(spec)
+    model = digits.built_as_ranks_build(spec, cfg.seed)  # the ranks' buffers (procs.Proc's seed)
     evals = []
     diverged_t = None  # the first snapshot whose weights held NaN or infinities (None: none)
     for t, v, samples, w in snaps:

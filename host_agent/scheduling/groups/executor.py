@@ -239,6 +239,8 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
         warn_above_one_cpu(quotas)
     warn_trace_not_applied(cfg.trace, cfg.cgroups)
     costs = profile_layers(layers, data.x_train[:1])
+    # the model the accuracy is measured with: the ranks' buffers (worker.MethodState's seed)
+    evaluated = digits.built_as_ranks_build(cfg.model, cfg.seed, sequential=True)
     model_bytes = float(costs.param_bytes.sum())
     price = np.asarray(cfg.base_quotas) ** cfg.price_exp
     store, port = host_store(cfg.world + 1, cfg.timeout_s)
@@ -353,7 +355,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
                 est[m].update(meas, plan, model_bytes)
                 params = [torch.load(io.BytesIO(get_blob(store, f"params/{ci}/{g}"))) for g in range(len(plan.groups))]
                 diff = max((float((params[g] - params[0]).abs().max()) for g in range(1, len(params))), default=0.0)
-                acc = digits.accuracy_of(layers, params[0], data)
+                acc = digits.accuracy_of(evaluated, params[0], data)
                 losses = [l for x in meas for l in x["losses"]]
                 sync = allreduce_times(meas, plan)
                 wait = [v for r in plan.leaders for v in meas[r]["sync_s"]]

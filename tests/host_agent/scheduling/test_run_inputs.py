@@ -722,3 +722,57 @@ def test_batch_norm_statistics_are_estimated_without_a_batch_of_one_sample():
         assert min(len(b) for b in got) > 1 and torch.equal(torch.cat(got), data.x_train)
         w = nn.utils.parameters_to_vector(model.parameters()).detach()
         assert 0.0 <= digits.accuracy_of(model, w, data) <= 1.0
+
+
+class _RandomProjection(nn.Module):
+    """A fixed random projection (random features): a buffer drawn at construction, not a parameter."""
+
+    def __init__(self, d_in: int = 4, d_out: int = 64):
+        super().__init__()
+        self.register_buffer("W", torch.randn(d_in, d_out))
+
+    def forward(self, x):
+        return torch.relu(x @ self.W)
+
+
+def _random_features():
+    return nn.Sequential(_RandomProjection(), nn.Linear(64, 3))
+
+
+def test_the_parents_evaluation_model_has_the_ranks_random_buffers(tmp_path):
+    """The runs exchange parameters only; the parent built its evaluation model unseeded
+    (train cgp) or with seed 1 (train groups, the ranks with the run's seed), so a model whose
+    buffer is drawn at random was evaluated with another projection: a random-features model
+    trained to 0.97 on wine was reported at 0.33 throughout."""
+    from host_agent.scheduling.cgp import library
+    from host_agent.scheduling.groups.worker import MethodState
+    spec, seed = f"{__name__}:_random_features", 3
+    # train groups: the ranks' model state (worker.MethodState) and the parent's evaluation model
+    ranks = MethodState(spec, seed, 2).layers
+    torch.manual_seed(1)  # what the parent's own model was built with
+    parent = digits.built_as_ranks_build(spec, seed, sequential=True)
+    assert torch.equal(parent[0].W, ranks[0].W)
+    assert not torch.equal(digits.sequential_from(spec)[0].W, ranks[0].W)  # the draw matters
+    # train cgp: weights trained with the ranks' projection, evaluated by the parent's _collect
+    x, y = _blobs(200, classes=(0, 1, 2))
+    x = x * 3
+    data = digits.Dataset(x[:150], y[:150], x[150:], y[150:])
+    torch.manual_seed(seed)
+    m = _random_features()
+    opt = torch.optim.SGD(m.parameters(), lr=0.05)
+    for _ in range(300):
+        opt.zero_grad()
+        nn.functional.cross_entropy(m(data.x_train), data.y_train).backward()
+        opt.step()
+    w = nn.utils.parameters_to_vector(m.parameters()).detach()
+    right = digits.accuracy_of(m, w, data)
+    other = _random_features()
+    assert right > digits.accuracy_of(other, w, data) + 0.1  # another projection: another accuracy
+    cfg = library.CGPConfig(workers=2, base_quotas=(0.5, 0.5), cgroups=False, seed=seed)
+    for r in range(3):
+        (tmp_path / f"rank{r}.json").write_text(json.dumps(
+            {"groupings": [], "taus": [], "iters": 1, "compute_s": 0.1, "wall_s": 2.0}))
+    torch.save([(0.5, 1, 8, w)], tmp_path / "snapshots2.pt")
+    torch.manual_seed(12345)  # the parent's generator, wherever it happens to be
+    res = library._collect(cfg, spec, data, str(tmp_path), [], None)
+    assert res["evals"][0]["test_acc"] == pytest.approx(right)
