@@ -12,6 +12,19 @@ from torch import nn
 from ..digits import Dataset
 
 
+def check_no_lazy_parameters(model: nn.Module, model_name: str) -> None:
+    """A layer whose parameters are made at its first forward (``nn.LazyLinear``, ``LazyConv2d``)
+    is refused, naming it: the ranks build the model and exchange its parameters by their sizes
+    before any forward; until 2026-11-28 every rank of both commands failed after start-up with
+    "Attempted to use an uninitialized parameter"."""
+    lazy = [f"{name} ({type(m).__name__})" if name else type(m).__name__ for name, m in model.named_modules()
+            if any(isinstance(p, nn.parameter.UninitializedParameter) for p in m.parameters(recurse=False))]
+    if lazy:
+        raise ValueError(f"model {model_name}: layer(s) {', '.join(lazy)} make their parameters at the first forward "
+                         f"(a lazy module, e.g. nn.LazyLinear): the processes exchange parameters by their sizes "
+                         f"before any forward; give those layers their input sizes (nn.Linear(in_features, ...))")
+
+
 def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, samples: int = 4) -> int:
     """One forward pass of ``samples`` training inputs, and one of test inputs, in eval mode (no
     gradient, the module's mode restored): the model must take both splits' inputs (until
@@ -19,6 +32,7 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
     the whole run) and give one row of class scores per sample, at least as many as the labels
     need (labels ``0..C-1`` of both splits: the loss is cross-entropy on class labels). Returns
     the number of outputs; ValueError naming the model, the shapes and the labels otherwise."""
+    check_no_lazy_parameters(model, model_name)  # before the forward below, which would make them
     outs = []
     was = model.training
     model.eval()

@@ -776,3 +776,15 @@ def test_the_parents_evaluation_model_has_the_ranks_random_buffers(tmp_path):
     torch.manual_seed(12345)  # the parent's generator, wherever it happens to be
     res = library._collect(cfg, spec, data, str(tmp_path), [], None)
     assert res["evals"][0]["test_acc"] == pytest.approx(right)
+
+
+def test_a_model_with_lazy_layers_is_refused_in_the_parent_naming_them():
+    """nn.LazyLinear makes its parameters at the first forward; the ranks exchange parameters
+    by size before any, and every rank of both commands failed after start-up with "Attempted
+    to use an uninitialized parameter"."""
+    lazy = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 3))
+    data = digits.Dataset(*_blob_data())
+    with pytest.raises(ValueError, match=r"model m:lazy: layer\(s\) 0 \(LazyLinear\) make their parameters at the "
+                                         r"first forward .*nn\.Linear\(in_features"):
+        check_model_on_data(lazy, data, "m:lazy")
+    assert check_model_on_data(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)), data, "m:mlp") == 3
