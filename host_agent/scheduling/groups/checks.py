@@ -44,8 +44,13 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
                 with torch.no_grad():
                     out = model(x)
             except Exception as e:  # noqa: BLE001 - any failure of the user's forward, reported with the shapes
+                # integer inputs stay integers (token ids into an nn.Embedding): uint8 images failed with
+                # "Input type (unsigned char) and bias type (float) should be the same" and no hint (until 2026-11-28)
+                hint = ("" if x.is_floating_point() else
+                        f"; the inputs are {x.dtype} and are passed as they are (token ids for an nn.Embedding): "
+                        f"inputs to other layers must be floats (x.astype(numpy.float32))")
                 raise ValueError(f"model {model_name} fails on the data set's {split} (a batch of shape "
-                                 f"{list(x.shape)}): {type(e).__name__}: {e}") from None
+                                 f"{list(x.shape)}): {type(e).__name__}: {e}{hint}") from None
             if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):
                 got = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                 raise ValueError(f"model {model_name} must give one row of class scores per sample ([{len(x)}, "

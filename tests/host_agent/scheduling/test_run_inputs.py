@@ -788,3 +788,18 @@ def test_a_model_with_lazy_layers_is_refused_in_the_parent_naming_them():
                                          r"first forward .*nn\.Linear\(in_features"):
         check_model_on_data(lazy, data, "m:lazy")
     assert check_model_on_data(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)), data, "m:mlp") == 3
+
+
+def test_integer_inputs_a_model_cannot_take_are_told_to_be_floats():
+    """uint8 images (integer inputs stay integers, for token ids) failed the check with torch's
+    "Input type (unsigned char) and bias type (float) should be the same" and no hint."""
+    x, y = _blobs(40)
+    data = digits.Dataset((x * 10).astype(np.uint8), y, (x[:5] * 10).astype(np.uint8), y[:5])
+    mlp = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    with pytest.raises(ValueError, match=r"the inputs are torch\.uint8 and are passed as they are \(token ids for an "
+                                         r"nn\.Embedding\): inputs to other layers must be floats"):
+        check_model_on_data(mlp, data, "m:mlp")
+    with pytest.raises(ValueError) as e:  # float inputs the model cannot take: no such hint
+        check_model_on_data(mlp, digits.Dataset(np.zeros((8, 5), np.float32), y[:8], np.zeros((2, 5), np.float32),
+                                                y[:2]), "m:mlp")
+    assert "token ids" not in str(e.value)
