@@ -13,13 +13,14 @@ removes exactly the groups it created.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..pipeline.cgroups import CpuQuotas, unavailable_reason
+from ..pipeline.cgroups import CPU_ROOT, CpuQuotas, unavailable_reason
 from ..workloads import Combined, Persistent, TraceReplay, Transient, read_slot_csv
 
 MIN_QUOTA = 0.1  # CPUs: the kernel needs >= 1 ms per 10 ms period
@@ -196,6 +197,50 @@ def run_prefix(run: str) -> str:
     return f"saatp-{run}-{os.getpid()}-{int(time.time() * 1000) % 10**8}"
 
 
+_RUN_CGROUP = re.compile(r"^saatp-(groups|cgp)-(\d+)-\d+-")  # run_prefix's names: the run's parent pid
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_cgroups(root: str = CPU_ROOT, remove=os.rmdir) -> list[str]:
+    """Remove the cgroups of ``train groups`` / ``train cgp`` runs whose parent process is gone
+    and that hold no process (``cgroup.procs`` empty): a parent killed by SIGKILL (or the OOM
+    killer) cannot remove its own, and until 2026-11-28 they stayed under ``/sys/fs/cgroup/cpu``
+    for good (4 per killed ``train groups``, 4 per ``train cgp`` method). Called when a run
+    creates its cgroups; returns the names removed (a note on stderr names them)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    gone = []
+    for name in names:
+        m = _RUN_CGROUP.match(name)
+        if not m or _pid_alive(int(m.group(2))):
+            continue
+        path = os.path.join(root, name)
+        try:
+            with open(os.path.join(path, "cgroup.procs")) as f:
+                if f.read().strip():
+                    continue  # a process is still in it (an orphaned rank): not ours to end
+            remove(path)
+        except OSError:
+            continue
+        gone.append(name)
+    if gone:
+        pids = sorted({int(_RUN_CGROUP.match(n).group(2)) for n in gone})
+        print(f"note: removed {len(gone)} cgroup(s) left by killed runs (parent pids {pids}): {', '.join(gone)}",
+              file=sys.stderr)
+    return gone
+
+
 class SlotQuotas:
     """One cgroup per process (``<prefix>-rankR``); ``set(quotas)`` applies a slot's quotas
     (CPUs), ``close()`` (or leaving it as a context manager) removes the groups: after the
@@ -206,6 +251,7 @@ class SlotQuotas:
         if why:  # the run's options say how to go without (the bare reason did not)
             raise RuntimeError(f"{why}: run as root on a host with the cgroup v1 cpu controller, or without CPU "
                                f"quotas (--no-cgroups; cgroups=False in a config)")
+        sweep_stale_cgroups()
         self.cg = CpuQuotas(prefix=prefix, period_us=period_us)
         self.paths = [self.cg.create(f"rank{r}", 1.0) for r in range(n)]
 

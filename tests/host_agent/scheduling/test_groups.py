@@ -933,3 +933,33 @@ def test_a_first_layer_in_place_trains_as_one_process(tmp_path, monkeypatch):
     res = run(cfg)
     want = _reference(64, 6, 0.05, model_fn=leaky_model.cnn)
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_cgroups_of_killed_runs_are_swept_when_a_run_creates_its_own(tmp_path, capsys):
+    """A parent killed by SIGKILL cannot remove its cgroups; they stayed under
+    /sys/fs/cgroup/cpu for good. The next run removes those of dead parents that hold no process."""
+    import shutil
+    import subprocess
+
+    from host_agent.scheduling.groups.quotas import sweep_stale_cgroups
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid no process has now
+    alive = os.getpid()
+
+    def cgroup(name: str, procs: str = "") -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "cgroup.procs").write_text(procs)
+
+    for r in range(2):
+        cgroup(f"saatp-groups-{dead.pid}-123-rank{r}")
+    cgroup(f"saatp-cgp-{dead.pid}-456-rank0", procs="4242\n")  # an orphaned rank still in it: kept
+    cgroup(f"saatp-groups-{alive}-789-rank0")  # a live run's: kept
+    cgroup(f"saatp-{dead.pid}-111-stage0")  # the pipeline runs' names: not this sweep's
+    cgroup("user-group")
+    got = sweep_stale_cgroups(str(tmp_path), remove=shutil.rmtree)
+    assert got == [f"saatp-groups-{dead.pid}-123-rank0", f"saatp-groups-{dead.pid}-123-rank1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([
+        f"saatp-cgp-{dead.pid}-456-rank0", f"saatp-groups-{alive}-789-rank0", f"saatp-{dead.pid}-111-stage0",
+        "user-group"])
+    assert f"removed 2 cgroup(s) left by killed runs (parent pids [{dead.pid}])" in capsys.readouterr().err
+    assert sweep_stale_cgroups(str(tmp_path / "missing")) == []
