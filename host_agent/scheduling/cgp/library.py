@@ -86,6 +86,8 @@ class CGPConfig(QuotaRunOptions):
     snapshot_s: float = 0.5
 
     def __post_init__(self) -> None:
+        if self.trace is not None:  # a pathlib.Path failed writing the processes' config (not JSON), until 2026-11-28
+            self.trace = os.fspath(self.trace)
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
         damping(0, self.damping)

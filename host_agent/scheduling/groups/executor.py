@@ -65,6 +65,8 @@ class GroupsConfig(QuotaRunOptions):
     react: bool = True  # decide again after a slot's first iteration if it shows a quota moved (not "script")
 
     def __post_init__(self) -> None:
+        if self.trace is not None:  # a pathlib.Path: the result's config as text (JSON), as train_cgp's
+            self.trace = os.fspath(self.trace)
         # until 2026-11-28 a function failed with "argument of type 'function' is not iterable"
         self.model = spec_of(self.model, "model")
         self.data = digits.dataset_arg(self.data, "data")

@@ -1,5 +1,7 @@
 """CGP as a library: the server's bounded staleness and update rule, and a real short run."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -622,3 +624,17 @@ def test_the_library_calls_import_from_their_packages_as_the_readme_writes_them(
     import host_agent.scheduling.cgp as cgp_pkg
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         cgp_pkg.nope
+
+
+def test_a_trace_given_as_a_path_is_taken_as_its_name(tmp_path):
+    """train_cgp(..., CGPConfig(trace=pathlib.Path(...))) failed writing the processes' config
+    ("Object of type PosixPath is not JSON serializable"), after its cgroups were made."""
+    import json
+    import pathlib
+
+    from host_agent.scheduling.cgp import CGPConfig
+    from host_agent.scheduling.groups import GroupsConfig
+    t = pathlib.Path(tmp_path) / "t.csv"
+    for cfg in (CGPConfig(trace=t), GroupsConfig(trace=t)):
+        assert cfg.trace == str(t)
+        json.dumps(dataclasses.asdict(cfg))
