@@ -129,7 +129,8 @@ def op_cpu(prof: dict) -> float:
     return DEFAULT_OP_CPU_S
 
 
-def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int = 4) -> list[int]:
+def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int = 4,
+                limit_bytes: float | None = None, optimizer_state_factor: float = 3.0, mmax: int = 16) -> list[int]:
     """Contiguous split of the layers over the stages (in order) minimising the slowest stage's
     time for the whole minibatch at its quota (chain DP): its layers' forward + backward CPU
     plus the fixed CPU of ``m_ref`` forward and backward ops (:func:`op_cpu`), so that a slow
@@ -144,7 +145,15 @@ def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int =
     (1.8x slower than a balanced split), a held-out MLP 8 | 1 | 1 | 11 layers because the
     slow stage's LayerNorm was 0.01 ms lighter than another (0.2 % of that stage), and
     vgg-mini 129 and 215 ms on its last two stages where 170 and 174 were possible (measured
-    10-17 % faster under 1F1B, M = 4)."""
+    10-17 % faster under 1F1B, M = 4).
+
+    With ``limit_bytes`` (a stage's memory limit) a stage that cannot fit the plan of least
+    memory is never formed (:func:`stage_least_bytes`: its parameters, gradients and optimizer
+    state, ``optimizer_state_factor`` x parameter bytes, and what it stashes under 1F1B with the
+    most microbatches ``mmax`` allows, as ``plan umpipe``'s "nothing fits" reckons); when every
+    split has such a stage, the split for time alone. Until 2026-11-28 the split ignored the limit: an 18-layer MLP at 0.45/0.2/0.3
+    CPU had 16 layers on stage 0, and under a 4 MB limit every command said no plan fits
+    (4.1 MB needed on that stage) when other splits needed ~1.5 MB."""
     S = len(quotas)
     layers = prof["cpu"]["layers"]
     L = len(layers)
@@ -155,6 +164,9 @@ def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int =
     speed = [_speed(q) for q in quotas]
 
     def stage(s: int, i: int, j: int) -> float:  # stage s (1-based) holding layers [i, j)
+        if limit_bytes is not None and stage_least_bytes(prof, i, j, s - 1, S, B, mmax,
+                                                         optimizer_state_factor) > limit_bytes:
+            return float("inf")  # cannot fit the plan of least memory
         return (per[j] - per[i] + fixed) / speed[s - 1]
 
     def chain(cost, cap: float = float("inf")) -> tuple[float, list[int]]:
@@ -179,7 +191,34 @@ def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int =
         return float(best[S, L]), cuts[::-1]
 
     slowest, cuts = chain(max)
+    if not np.isfinite(slowest):  # no split fits the limit: the split for time (the plans say none fits)
+        return choose_cuts(prof, quotas, B, m_ref)
     return chain(lambda acc, t: acc + t * t, cap=slowest * (1 + TIE_REL))[1]
+
+
+def stage_least_bytes(prof: dict, lo: int, hi: int, s: int, S: int, B: int, mmax: int = 16,
+                      optimizer_state_factor: float = 3.0) -> float:
+    """Memory of stage ``s`` (0-based, of ``S``) holding layers [lo, hi) under the plan of least
+    memory as ``family.least_memory`` reckons it: 1F1B with M = the most microbatches (at most
+    ``mmax``, of at least the model's least size), stage s holding min(S - s, M) of the
+    largest of them at once, and its static bytes."""
+    layers = prof["cpu"]["layers"][lo:hi]
+    least = max(1, int(prof.get("min_microbatch", 1)))
+    M = max(1, min(int(mmax), B // least))
+    held = min(S - s, M) * -(-B // M)  # equal_sizes puts the larger microbatches first
+    return sum(optimizer_state_factor * float(x["param_bytes"]) + held * float(x["stash_bytes_per_sample"])
+               for x in layers)
+
+
+def fits_at_all(prof: dict, cuts: Sequence[int], S: int, B: int, limit_bytes: float | None, mmax: int = 16,
+                optimizer_state_factor: float = 3.0) -> bool:
+    """Whether every stage of the split ``cuts`` fits ``limit_bytes`` under the plan of least
+    memory (:func:`stage_least_bytes`)."""
+    if limit_bytes is None:
+        return True
+    bounds = [0, *cuts, len(prof["cpu"]["layers"])]
+    return all(stage_least_bytes(prof, a, b, s, S, B, mmax, optimizer_state_factor) <= limit_bytes
+               for s, (a, b) in enumerate(zip(bounds, bounds[1:])))
 
 
 TIE_REL = 0.02  # splits whose slowest stages are this close are told apart by the other stages
@@ -215,17 +254,21 @@ def least_microbatch(prof: dict, B: int) -> int:
 
 
 def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int] | None = None,
-          optimizer_state_factor: float = 3.0, calibrated: bool = True) -> PipelineCosts:
+          optimizer_state_factor: float = 3.0, calibrated: bool = True,
+          limit_bytes: float | None = None, mmax: int = 16) -> PipelineCosts:
     """Cost model for stages on the given quotas (``cuts`` chosen by :func:`choose_cuts` if
-    None). ``info`` records cuts, quotas, the CFS budget, per-stage static memory (parameters,
+    None: the calibration's split unless a stage of it cannot fit ``limit_bytes``). ``info``
+    records cuts, quotas, the CFS budget, per-stage static memory (parameters,
     gradients and the optimizer's momentum: ``optimizer_state_factor`` x parameter bytes) and
     stashed bytes per sample, for memory limits."""
     S = len(quotas)
     quotas = list(quotas)
     cal = prof.get("calibration") if calibrated else None
-    if cuts is None and cal and len(cal.get("cuts", [])) == S - 1:
+    if (cuts is None and cal and len(cal.get("cuts", [])) == S - 1
+            and fits_at_all(prof, cal["cuts"], S, B, limit_bytes, mmax, optimizer_state_factor)):
         cuts = cal["cuts"]  # the split the calibration ran on
-    cuts = list(choose_cuts(prof, quotas, B) if cuts is None else cuts)
+    cuts = list(choose_cuts(prof, quotas, B, limit_bytes=limit_bytes, optimizer_state_factor=optimizer_state_factor,
+                            mmax=mmax) if cuts is None else cuts)
     layers = prof["cpu"]["layers"]
     L = len(layers)
     bounds = [0, *cuts, L]

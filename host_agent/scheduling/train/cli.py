@@ -613,18 +613,27 @@ def run(args: argparse.Namespace) -> int:
                                            backend=args.backend)
         least = profile_costs.least_microbatch(prof, args.batch)
         try:
-            costs = profile_costs.build(prof, args.batch, quotas, cuts)
+            # a split whose stage cannot fit the memory limit whatever the plan is not taken
+            costs = profile_costs.build(prof, args.batch, quotas, cuts,
+                                        limit_bytes=args.memory_limit * 2**20 if args.memory_limit else None,
+                                        mmax=args.mmax)
         except (KeyError, TypeError, IndexError, AttributeError) as e:
             if not args.profile:
                 raise
             raise ValueError(f"{args.profile}: not a complete saatp profile ({type(e).__name__}: {e})") from None
         cal = prof.get("calibration")
-        if args.profile and not costs.info.get("calibrated"):
+        if (args.profile or cal) and not costs.info.get("calibrated"):
+            what = args.profile or "the profile"
             why = ("has no calibration" if not cal else
                    f"was calibrated on {len(cal.get('stages', []))} stages split at {cal.get('cuts')}, this run has "
-                   f"{args.stages} split at {costs.info['cuts']}")
-            print(f"note: {args.profile} {why}: the predictions use the layers' tight-loop times (uncalibrated, "
-                  f"errors of tens of per cent); saatp profile with these stages calibrates them", flush=True)
+                   f"{args.stages} split at {costs.info['cuts']}"
+                   + (" (a stage of that split cannot fit --memory-limit)" if cuts is None and args.memory_limit
+                      and not profile_costs.fits_at_all(prof, cal.get("cuts", []), args.stages, args.batch,
+                                                        args.memory_limit * 2**20, args.mmax) else ""))
+            print(f"note: {what} {why}: the predictions use the layers' tight-loop times (uncalibrated, "
+                  f"errors of tens of per cent); saatp profile with these stages calibrates them"
+                  + (f" (--cuts {','.join(map(str, costs.info['cuts']))})" if cuts is None and args.memory_limit
+                     else ""), flush=True)
         if args.profile and prof.get("backend", "gloo") != args.backend:
             print(f"note: {args.profile} measured its link and calibration runs with {prof.get('backend', 'gloo')}, "
                   f"this run uses {args.backend}: saatp profile --backend {args.backend} measures them as this run "

@@ -248,7 +248,9 @@ def run_profile(args: argparse.Namespace) -> int:
             B = args.batch or cal.get("B") or 64
             least = profile_costs.least_microbatch(prof, B)
             try:
-                costs = profile_costs.build(prof, B, quotas)
+                costs = profile_costs.build(prof, B, quotas,  # no stage that cannot fit the limit
+                                            limit_bytes=args.memory_limit * 2**20 if args.memory_limit else None,
+                                            mmax=args.mmax or 16)
             except ValueError as e:
                 raise ValueError(f"{args.profile}: {e}") from None
         except (KeyError, TypeError, IndexError, AttributeError) as e:  # a field missing or of the wrong kind

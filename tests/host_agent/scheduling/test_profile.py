@@ -774,3 +774,35 @@ def test_too_few_tuning_steps_for_the_sign_test_are_said(capsys):
                         tune_steps=n, tuning=dict(runs=[], umpipe_choice=choice), summary=dict(runs=[])))
         out = capsys.readouterr().out
         assert ("with 3 paired steps none can pass: --tune-steps 5 or more" in out) == said, out
+
+
+def test_the_split_leaves_out_stages_that_cannot_fit_the_memory_limit(tmp_path, capsys):
+    """The split was chosen for time alone: under a memory limit that the time-best split's
+    fullest stage cannot meet, every command said no plan fits while other splits fit."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli as umpipe_cli
+    from tests.testsupport.profiles import layer
+
+    # three layers heavy in parameters (3 x 1e6 bytes each with gradients and momentum), all
+    # equally fast: the time-best split puts four layers on the 0.5-CPU stage
+    layers = [layer(1e-4, 1e-4, params=p, stash=100.0) for p in (1e6, 1e6, 1e6, 1e3, 1e3, 1e3)]
+    prof = dict(model="toy", format=2, cfs_period_s=0.01, cpu=dict(overhead=1e-4, layers=layers),
+                link=dict(latency=1e-3, per_byte=1e-9), stage_quotas=[0.5, 0.25])
+    free = costs.choose_cuts(prof, [0.5, 0.25], 8)
+    assert free[0] >= 3  # (the time-best split: all heavy layers on stage 0, over 7e6 bytes)
+    limit = 7e6
+    cut = costs.choose_cuts(prof, [0.5, 0.25], 8, limit_bytes=limit)
+    assert costs.fits_at_all(prof, cut, 2, 8, limit) and not costs.fits_at_all(prof, free, 2, 8, limit)
+    # a calibration on the time-best split is not used when a stage of it cannot fit
+    prof["calibration"] = dict(B=8, cuts=free, quotas=[0.5, 0.25], stages=[])
+    assert costs.build(prof, 8, [0.5, 0.25], limit_bytes=limit).info["cuts"] == cut
+    assert costs.build(prof, 8, [0.5, 0.25]).info["cuts"] == free
+    # no split fits: the split for time (and the commands say nothing fits)
+    assert costs.choose_cuts(prof, [0.5, 0.25], 8, limit_bytes=1e3) == free
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(prof, calibration=None)))
+    args = ["--profile", str(path), "--batch", "8", "--mmax", "8", "--pop", "8", "--gens", "2", "--single"]
+    assert umpipe_cli.main(args + ["--memory-limit", str(limit / 2**20)]) == 0  # it said no plan fits
+    out = capsys.readouterr().out
+    assert f"cuts {cut}" in out and "nothing fits" not in out
