@@ -228,6 +228,13 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                wall_s=max(lg["wall_s"] for lg in logs))
     if evals:
         out["samples_per_s"] = evals[-1]["samples"] / max(evals[-1]["t"], 1e-9)
+        # the batch time: seconds per global batch (workers x local batch samples), over the run
+        # and between snapshots (every method holds every worker throughout, so the devices'
+        # cost is the same for all and is not reported)
+        B = cfg.workers * cfg.local_batch
+        out["batch_time_s"] = B / max(out["samples_per_s"], 1e-9)
+        for a, b in zip(evals, evals[1:]):
+            b["batch_time_s"] = B * (b["t"] - a["t"]) / (b["samples"] - a["samples"]) if b["samples"] > a["samples"] else None
     if target_acc is not None:
         iv = crossing(evals, target_acc)
         out["target_acc"] = target_acc

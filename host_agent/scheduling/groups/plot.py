@@ -44,12 +44,16 @@ def plot_groups(res: dict, path: str) -> None:
 
 
 def plot_cgp(res: dict, path: str) -> None:
-    with _panels(path, 2, 11) as ax:
+    with _panels(path, 3, 15) as ax:
         for name, r in res["runs"].items():
             ev = r["evals"]
             ax[0].plot([e["t"] for e in ev], [e["test_acc"] for e in ev], marker=".", label=name)
-            ax[1].plot([e["t"] for e in ev], [e["version"] for e in ev], label=name)
+            bt = [(e["t"], e["batch_time_s"] * 1e3) for e in ev if e.get("batch_time_s") is not None]
+            ax[1].plot([t for t, _ in bt], [b for _, b in bt], marker=".", label=name)
+            ax[2].plot([e["t"] for e in ev], [e["version"] for e in ev], label=name)
         if res.get("target_acc"):
             ax[0].axhline(res["target_acc"], color="k", lw=0.8, ls="--")
         ax[0].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")
-        ax[1].set(xlabel="training time (s)", ylabel="model updates", title="updates")
+        ax[1].set(xlabel="training time (s)", ylabel="ms per global batch (workers x --batch samples)",
+                  title="batch time")
+        ax[2].set(xlabel="training time (s)", ylabel="model updates", title="updates")

@@ -73,6 +73,10 @@ def test_train_cgp_runs_real_processes_within_the_staleness_bound():
     assert end.get("final") and not any(e.get("final") for e in res["evals"][:-1])
     assert res["final_acc"] == end["test_acc"] and res["final_t_s"] == end["t"] >= 3.0
     assert res["samples_per_s"] == pytest.approx(end["samples"] / end["t"])
+    # the batch time: seconds per global batch (4 workers x 32 samples), overall and per snapshot
+    assert res["batch_time_s"] == pytest.approx(128 / res["samples_per_s"])
+    a, b = res["evals"][-2:]
+    assert b["batch_time_s"] == pytest.approx(128 * (b["t"] - a["t"]) / (b["samples"] - a["samples"]))
 
 
 def test_the_final_snapshot_is_taken_at_the_end_of_every_method():
@@ -638,3 +642,13 @@ def test_a_trace_given_as_a_path_is_taken_as_its_name(tmp_path):
     for cfg in (CGPConfig(trace=t), GroupsConfig(trace=t)):
         assert cfg.trace == str(t)
         json.dumps(dataclasses.asdict(cfg))
+
+
+def test_the_cgp_plot_draws_accuracy_batch_time_and_updates(tmp_path):
+    from host_agent.scheduling.groups.plot import plot_cgp
+    ev = [dict(t=0.1, version=1, samples=128, test_acc=0.3),
+          dict(t=0.6, version=9, samples=1408, test_acc=0.7, batch_time_s=0.05),
+          dict(t=1.1, version=17, samples=2688, test_acc=0.9, batch_time_s=0.05, final=True)]
+    png = tmp_path / "c.png"
+    plot_cgp({"runs": {"cgp": {"evals": ev}, "asp": {"evals": ev[:1]}}, "target_acc": 0.9}, str(png))
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
