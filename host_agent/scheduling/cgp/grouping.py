@@ -85,24 +85,27 @@ def balanced_period(taus) -> float:
     return float(t.size / np.sum(1.0 / t))
 
 
-def balanced_shares(speeds, total: int, least: int = 1) -> list[int]:
+def balanced_shares(speeds, total: int, least: int = 1, most: int | None = None) -> list[int]:
     """Split ``total`` samples among a group's members in proportion to ``speeds`` (samples per
-    second), each at least ``least`` (a batch-norm layer does not train on one sample), the
-    sum exactly ``total`` (largest remainders; ties to the earlier member, so every member
-    computes the same split from the same speeds)."""
+    second), each between ``least`` (a batch-norm layer does not train on one sample) and
+    ``most``, the sum exactly ``total`` (largest remainders; ties to the earlier member, so
+    every member computes the same split from the same speeds)."""
     v = np.asarray(speeds, dtype=float)
     k = v.size
-    if k == 0 or total < k * least or least < 1:
-        raise ValueError(f"cannot split {total} samples among {k} members with at least {least} each")
+    most = total if most is None else int(most)
+    if k == 0 or least < 1 or not k * least <= total <= k * most:
+        raise ValueError(f"cannot split {total} samples among {k} members with {least} to {most} each")
     if np.any(~np.isfinite(v)) or np.any(v <= 0):
         v = np.ones(k)  # nothing usable measured: equal shares
-    fixed = np.zeros(k, dtype=bool)  # members held at ``least``
-    while True:
-        exact = np.where(fixed, float(least), (total - least * fixed.sum()) * v / v[~fixed].sum())
-        low = ~fixed & (exact < least)
-        if not low.any():
+    held = np.full(k, np.nan)  # members held at a bound
+    for _ in range(2 * k + 1):
+        free = np.isnan(held)
+        rest = total - np.nansum(held)
+        exact = np.where(free, rest * v / v[free].sum() if free.any() else 0.0, held)
+        low, high = free & (exact < least), free & (exact > most)
+        if not (low.any() or high.any()):
             break
-        fixed |= low
+        held[low], held[high] = least, most
     base = np.floor(exact + 1e-9).astype(int)
     rest = total - int(base.sum())
     order = sorted(range(k), key=lambda i: (-(exact[i] - base[i]), i))

@@ -264,8 +264,17 @@ class Proc:
 
     def balancing(self, members) -> bool:
         """Do ``members`` split their samples by speed? CGP's groups of two or more, unless
-        the configuration turns it off (the ablation's ``cgp-unbalanced``)."""
-        return self.mode == "cgp" and len(members) > 1 and bool(self.cfg.get("balance", True))
+        with ``balance`` (``--balance``, the ablation's ``cgp-balanced``)."""
+        return self.mode == "cgp" and len(members) > 1 and bool(self.cfg.get("balance", False))
+
+    def share_bounds(self) -> tuple[int, int]:
+        """A member's local batch in a balanced group: half to twice the configured one (and at
+        least the model's least batch). A step has a fixed part (the runtime, the all-reduce)
+        that a smaller share does not shrink: unbounded, a 0.1-CPU straggler's share fell to 1
+        sample, its time per sample (by which it reports its time per local batch) rose
+        ten-fold and the grouping saw a straggler 30x slower than it was."""
+        b = int(self.cfg["local_batch"])
+        return max(int(self.cfg.get("least_batch", 1)), -(-b // 2)), 2 * b
 
     def shares_for(self, groups) -> list[int]:
         """Server: every worker's local batch for the next phase's first step: a balanced
@@ -276,7 +285,7 @@ class Proc:
         for g in groups:
             if self.balancing(g):
                 speeds = [b / float(np.median(self.recent[r])) if self.recent[r] else float("nan") for r in g]
-                for r, n in zip(g, balanced_shares(speeds, b * len(g), int(self.cfg.get("least_batch", 1)))):
+                for r, n in zip(g, balanced_shares(speeds, b * len(g), *self.share_bounds())):
                     out[r] = n
         return out
 
@@ -294,7 +303,7 @@ class Proc:
         balance = self.balancing(members)
         mine = int(self.shares0[self.rank]) if balance else b
         speeds: dict[int, float] = {}
-        least = int(self.cfg.get("least_batch", 1))
+        bounds = self.share_bounds()
         # the weights the leader receives, then the version, "phase ends" and every worker's
         # next local batch: what the group's members get in one broadcast (exact in float32:
         # versions and batches stay far below 2**24)
@@ -333,7 +342,7 @@ class Proc:
                     for r in members:
                         now = b / max(float(ext[n_param + r]), 1e-9)
                         speeds[r] = now if r not in speeds else 0.5 * speeds[r] + 0.5 * now
-                    for r, k in zip(members, balanced_shares([speeds[r] for r in members], n, least)):
+                    for r, k in zip(members, balanced_shares([speeds[r] for r in members], n, *bounds)):
                         wv[n_param + 2 + r] = k
             if gpg is not None:
                 dist.broadcast(wv, leader, group=gpg)
@@ -365,7 +374,7 @@ class Proc:
         # the staleness is predicted with the periods the server sees: with its queue's wait
         wait = float(np.median(self.waits)) if self.waits else 0.0
         s_max, margin = float(self.cfg["s_max"]), float(self.cfg["switch_margin"])
-        bal = bool(self.cfg.get("balance", True))  # groups split their samples by speed
+        bal = bool(self.cfg.get("balance", False))  # groups split their samples by speed
         gr = segment_groups(tau, float(self.cfg["lam"]), s_max, 4, c_push,
                             float(self.cfg["theta"]), comm=fallback,
                             objective=self.cfg.get("objective", "throughput"), wait=wait, balanced=bal)

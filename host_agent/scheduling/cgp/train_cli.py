@@ -2,7 +2,7 @@
 other under the same CPU-quota trace, with test accuracy over time, the time to a target
 accuracy and the server's staleness; ``--ablation`` adds CGP runs without damping, with
 inverse damping, without the staleness bound, with a barrier at every regrouping decision and
-with equal local batches inside a group.
+with a group's samples split by its members' speeds.
 
     saatp train cgp --model host_agent.scheduling.digits:cnn --method all --duration 15 --json r.json --plot r.png
 """
@@ -32,7 +32,7 @@ ABLATION = {"cgp-no-damping": lambda c: dict(damping="none"), "cgp-inverse": lam
             # 2026-11-28 --s-max 1e9 gave "cgp-no-bound" the tighter bound of the two)
             "cgp-no-bound": lambda c: dict(s_max=max(10_000, c.s_max)),
             "cgp-barrier-every-phase": lambda c: dict(barrier_every_phase=True),
-            "cgp-unbalanced": lambda c: dict(balance=False)}
+            "cgp-balanced": lambda c: dict(balance=True)}
 
 
 def time_ratio(c: dict) -> str:
@@ -83,10 +83,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="repeatable; default all (cgp, bsp, asp, ssp)")
     p.add_argument("--ablation", action="store_true",
                    help="also CGP without damping / inverse damping / no bound / a barrier at every "
-                        "regrouping decision / equal local batches inside a group")
-    p.add_argument("--no-balance", action="store_true",
-                   help="CGP: every member of a group computes --batch samples (default: a group's samples "
-                        "are split by its members' measured speeds)")
+                        "regrouping decision / a group's samples split by its members' speeds")
+    p.add_argument("--balance", action="store_true",
+                   help="CGP: a group's samples are split by its members' measured speeds, half to twice --batch "
+                        "each (default: every member computes --batch samples)")
     p.add_argument("--ps-quota", type=float, default=0.2, help="CPU quota of the parameter server process (default 0.2)")
     p.add_argument("--slot", type=float, default=2.0, help="seconds of training per trace slot (default 2)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds of training per method (default 15)")
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
                          duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R,
                          s_max=args.s_max, damping=args.damping, snapshot_s=args.snapshot,
-                         balance=not args.no_balance, **opts)
+                         balance=args.balance, **opts)
         methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
         plans = {m: replace(base, mode=m) for m in methods}
         if args.ablation:

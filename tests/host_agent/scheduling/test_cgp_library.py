@@ -293,8 +293,8 @@ def test_the_ablation_changes_one_mechanism_each():
     from host_agent.scheduling.cgp.train_cli import ablation_configs
     base = CGPConfig(mode="asp", R=12, damping="excess", s_max=8)
     got = ablation_configs(base)
-    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase", "cgp-unbalanced"}
-    assert base.balance and not got["cgp-unbalanced"].balance and got["cgp-no-bound"].balance
+    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase", "cgp-balanced"}
+    assert not base.balance and got["cgp-balanced"].balance and not got["cgp-no-bound"].balance
     assert all(c.mode == "cgp" for c in got.values())
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
     assert got["cgp-no-damping"].damping == "none" and not got["cgp-no-damping"].barrier_every_phase
@@ -560,6 +560,11 @@ def test_balanced_shares_follow_speed_sum_to_the_group_and_keep_the_least():
         assert np.argmax(got) == np.argmax(v) and np.argmin(got) == np.argmin(v)
     with pytest.raises(ValueError, match="cannot split"):
         balanced_shares([1.0, 1.0], 3, least=2)
+    # bounded (half to twice the local batch, as the trainer sets them): the rest by speed
+    assert balanced_shares([10.0, 1.0], 64, least=16, most=64) == [48, 16]
+    assert balanced_shares([5.0, 1.0, 1.0, 1.0], 128, least=16, most=64) == [64, 22, 21, 21]
+    with pytest.raises(ValueError, match="cannot split"):
+        balanced_shares([1.0, 1.0], 130, least=16, most=64)
 
 
 def test_a_balanced_group_waits_for_nobody_so_a_straggler_joins_it_for_the_bound():
@@ -598,7 +603,7 @@ def test_the_members_of_a_balanced_group_split_its_samples_step_by_step(tmp_path
         return
     n = min(len(s) for s in shares)
     assert n >= 3 and all(len(s) == n for s in shares)  # the same steps: one group throughout
-    assert all(a + b + c == 96 and min(a, b, c) >= 1 for a, b, c in zip(*shares))
+    assert all(a + b + c == 96 and min(a, b, c) >= 16 and max(a, b, c) <= 64 for a, b, c in zip(*shares))
     assert res["max_staleness"] <= 1
 
 
@@ -613,7 +618,8 @@ def test_a_balanced_server_merges_the_straggler_it_must_and_gives_its_group_shar
     assert len(merged) > 1
     shares = p.shares_for(new)
     assert sum(shares[r] for r in merged) == 32 * len(merged)
-    assert shares[3] == min(shares[r] for r in merged) and shares[3] < 32  # the straggler computes less
+    assert shares[3] == min(shares[r] for r in merged) and 16 <= shares[3] < 32  # the straggler computes less
+    assert all(16 <= shares[r] <= 64 for r in merged)  # half to twice the local batch
     assert all(shares[r] == 32 for g in new if len(g) == 1 for r in g)
 
 
