@@ -20,8 +20,9 @@ possible; for the cluster sizes we target (N <= 16) we enumerate the 2^(N-1) con
 segmentations with numpy instead, which is exact and simpler. Larger N fall back to a
 Lagrangian-free greedy (merge the adjacent pair with the best cost change until feasible).
 
-**Balanced groups** (``balanced=True``, the real trainer's default): the members of a group
-split the group's samples in proportion to their speeds (LB-BSP inside the group, the
+**Balanced groups** (``balanced=True``; the real trainer's ``--balance``, off by default: on a
+small digits CNN a step is mostly its fixed part, and it measured fewer samples/s): the
+members of a group split the group's samples in proportion to their speeds (LB-BSP inside the group, the
 work-conserving variant of the design's "accumulate while waiting"), so nobody waits for the
 group's slowest: a group of ``k`` workers whose ``tau`` are per local batch has the period
 ``k / sum_{i in g} 1/tau_i`` (they finish together), and merging costs only its all-reduce.

@@ -175,21 +175,35 @@ def model():
 '''
 
 
+def six_layer_module(tmp_path, monkeypatch) -> str:
+    """:data:`SIX_LAYERS` as an importable module in ``tmp_path`` (the working directory);
+    returns its ``MODULE:FN``."""
+    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "saatp_six_layers_xyz:model"
+
+
+def six_layer_profile(tmp_path, monkeypatch, **fields):
+    """:func:`six_layer_module` and a two-stage profile of it (quotas 0.5 and 0.25) with
+    ``fields`` added, written to ``tmp_path/prof.json``; returns the model and the path."""
+    model = six_layer_module(tmp_path, monkeypatch)
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(dict(two_stage_profile(), model=model, **fields)))
+    return model, path
+
+
 def test_train_pipelines_json_records_what_chose_the_candidates(tmp_path, monkeypatch, capsys):
     """The JSON said which schedules were left out, not why, and nothing of --memory-limit,
     --mmax, --microbatches or --seed: a run under a memory limit read back like one without."""
     from emulation.cli import main
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    prof = tmp_path / "prof.json"
-    prof.write_text(json.dumps(dict(two_stage_profile(), model="saatp_six_layers_xyz:model")))
+    model, prof = six_layer_profile(tmp_path, monkeypatch)
     monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01, 0.011], losses=[1.0])
                                                                      for _ in cfg.runs]))
     out = tmp_path / "train.json"
-    assert main(["train", "pipeline", "--model", "saatp_six_layers_xyz:model", "--stages", "2", "--quota", "none",
+    assert main(["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none",
                  "--profile", str(prof), "--batch", "6", "--schedule", "gpipe", "--schedule", "torch-1f1b",
                  "--mmax", "1", "--memory-limit", "100", "--candidates", "1", "--steps", "2", "--seed", "3",
                  "--json", str(out)]) == 0
@@ -207,10 +221,7 @@ def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, mo
     from host_agent.scheduling.pipeline.models import build_layers, load_model
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
+    model = six_layer_module(tmp_path, monkeypatch)
     prof = dict(two_stage_profile(), model=model)
     for rec, layer in zip(prof["cpu"]["layers"], build_layers(load_model(model))):
         rec["param_bytes"] = sum(p.numel() * 4 for p in layer.parameters())
@@ -246,12 +257,7 @@ def test_train_pipeline_says_when_it_runs_other_quotas_than_the_profiles(tmp_pat
     from emulation.cli import main
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # quotas 0.5 and 0.25
+    model, path = six_layer_profile(tmp_path, monkeypatch)  # quotas 0.5 and 0.25
     quotas = []
     monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: quotas.append(kw["quotas"]) or dict(
         runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
@@ -302,12 +308,7 @@ def test_stages_that_may_use_more_cpus_than_the_host_has_are_noted(tmp_path, mon
     assert oversubscribed([None, None, 0.5], cores=2).startswith(
         "note: the 3 stages may use 2.5 CPUs together (a stage without a quota, or above one CPU, one core) on a host "
         "of 2 cores")
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))
+    model, path = six_layer_profile(tmp_path, monkeypatch)
     monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01], losses=[1.0])
                                                                      for _ in cfg.runs]))
     monkeypatch.setattr("os.cpu_count", lambda: 1)
@@ -344,13 +345,8 @@ def test_train_pipeline_on_a_profile_trains_the_profiles_batch_by_default(tmp_pa
     from emulation.cli import main
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
-    path = tmp_path / "prof.json"
     cal = dict(B=10, cuts=[1], quotas=[0.9, 0.9], stages=[])  # another split's: applies to nothing here
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model, calibration=cal)))
+    model, path = six_layer_profile(tmp_path, monkeypatch, calibration=cal)
     Bs = []
     monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: Bs.append(cfg.B) or dict(
         runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
@@ -379,12 +375,7 @@ def test_train_pipeline_on_a_profile_runs_its_stages_and_quotas_by_default(tmp_p
     from emulation.cli import main
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))  # 2 stages, quotas 0.5 and 0.25
+    model, path = six_layer_profile(tmp_path, monkeypatch)  # 2 stages, quotas 0.5 and 0.25
     quotas = []
     monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: quotas.append(kw["quotas"]) or dict(
         runs=[dict(iteration_s=[0.01], losses=[1.0]) for _ in cfg.runs]))
@@ -406,12 +397,7 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
     measurements) until 2026-11-28."""
     from host_agent.scheduling.train import cli
 
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    model = "saatp_six_layers_xyz:model"
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model)))
+    model, path = six_layer_profile(tmp_path, monkeypatch)
     sessions = []
 
     def fake_run(cfg, **kw):
