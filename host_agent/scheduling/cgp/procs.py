@@ -49,7 +49,7 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..progress import Heartbeat
-from ..rank_processes import join_world, rank_main
+from ..rank_processes import exit_rank, join_world, rank_main
 from .grouping import (balanced_shares, group_periods, over_bound, predicted_staleness, segment_groups,
                        throughput_loss, worth_switching)
 from .server import ServerState
@@ -514,4 +514,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_rank(main())

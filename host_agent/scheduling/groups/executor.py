@@ -385,7 +385,10 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
                 progress(t, {m: rec[m][-1] for m in cfg.methods})
         command_stop = {"kind": "stop"}
         store.set(f"cmd/{n}", json.dumps(command_stop))
-        ranks.wait(timeout_s=60)
+        late = ranks.wait(timeout_s=60)
+        if late:
+            print(f"warning: processes {late} had not exited 60 s after the last slot and were killed (the "
+                  f"results are complete)", file=sys.stderr, flush=True)
     out = summarise(cfg, rec, budget, t_ref, costs, time.perf_counter() - t_start, load0)
     out["static_sets"] = static
     out["budget_reference"] = dict(reference, model_budget=b_model)

@@ -42,7 +42,7 @@ from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
 from ..pipeline.wire import Buffers
 from ..progress import Heartbeat
-from ..rank_processes import join_world, put_blob, rank_main
+from ..rank_processes import exit_rank, join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
 from .costs import LayerCosts, op_work, stage_needs_copy, stage_takes_ids
 from .plan import ExecPlan, Group, transfers
@@ -364,4 +364,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_rank(main())

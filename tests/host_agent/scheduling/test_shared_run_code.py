@@ -72,6 +72,29 @@ def test_leaving_the_ranks_kills_those_still_running(tmp_path):
     assert not ranks.running() and ranks.procs[0].returncode != 0
 
 
+def test_waiting_for_the_ranks_exit_kills_and_names_those_that_outlast_it(tmp_path):
+    """A rank that has not exited when the wait ends is killed and named, not raised about:
+    its work is done (a rank's slow exit under a 0.1 CPU quota failed a finished groups run)."""
+    with RankProcesses(str(tmp_path)) as ranks:
+        ranks.procs += [subprocess.Popen([sys.executable, "-c", "pass"]),
+                        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])]
+        assert ranks.wait(timeout_s=5) == [1]
+        assert not ranks.running() and ranks.procs[0].returncode == 0 and ranks.procs[1].returncode != 0
+
+
+def test_a_rank_that_ends_with_exit_rank_flushes_its_output_and_gives_its_status(tmp_path):
+    """``exit_rank`` skips the interpreter's and libtorch's teardown: what the rank printed
+    still reaches its log, and its status is the one given."""
+    script = tmp_path / "rank.py"
+    script.write_text("import sys, torch\nfrom host_agent.scheduling.rank_processes import exit_rank\n"
+                      "print('to stdout', end='')\nprint('to stderr', file=sys.stderr, end='')\nexit_rank(7)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]))
+    with open(tmp_path / "log", "w") as log:
+        p = subprocess.run([sys.executable, str(script)], stdout=log, stderr=subprocess.PIPE, env=env, timeout=120)
+    assert p.returncode == 7 and p.stderr == b"to stderr"
+    assert (tmp_path / "log").read_text() == "to stdout"  # a file: buffered, not line-buffered
+
+
 def test_run_options_fill_the_shared_config_fields():
     from host_agent.scheduling.cgp.library import CGPConfig
     from host_agent.scheduling.groups.executor import GroupsConfig
