@@ -547,12 +547,15 @@ def test_the_shape_probe_leaves_batchnorm_statistics_and_training_flags_alone():
 
 
 @pytest.mark.slow
-def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys):
+def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys, monkeypatch):
     """saatp profile, then saatp train pipeline (ours and torch's schedules) on a BatchNorm
-    model: no run uses a one-sample microbatch, and the commands finish."""
+    model: no run uses a one-sample microbatch, and the commands finish. Every candidate is
+    near enough for the run-off here: each method's are measured twice as often."""
     import json
 
     from emulation.cli import main
+    from host_agent.scheduling.train import cli
+    monkeypatch.setattr(cli, "RUNOFF_WITHIN", 100.0)
     model, prof, out = "tests.testsupport.user_models:spec", tmp_path / "prof.json", tmp_path / "train.json"
     assert main(["profile", "--model", model, "--stages", "2", "--quota", "none", "--sizes", "1,2,4,8",
                  "--batch", "8", "--min-time", "0.005", "--out", str(prof)]) == 0
@@ -570,6 +573,15 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys)
     assert {r["family"] for r in runs} == {"umpipe", "1f1b", "torch-gpipe"}
     for r in runs + res["tuning"]["runs"]:
         assert (r.get("M") or 1) <= 4 and all(min(row) >= 2 for row in r.get("rows") or [[2]]), r
+    ro = set(res["tuning"]["runoff"])
+    by = {}
+    for r in res["tuning"]["runs"]:
+        by.setdefault(r["family"], []).append(r)
+    # every method with two candidates or more sent its fastest (up to 3) to the run-off
+    assert ro == {r["label"] for f, rs in by.items() if len(rs) > 1
+                  for r in sorted(rs, key=lambda r: res["tuning"]["first_round_s"][r["label"]])[:3]} | (ro & {
+                      r["label"] for r in by["umpipe"] if r.get("equal")}) and ro
+    assert all(len(r["iterations_s"]) == (2 if r["label"] in ro else 1) for r in res["tuning"]["runs"])
     assert "trains on microbatches of 2 samples or more" in capsys.readouterr().out
 
 
@@ -756,6 +768,34 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
     kept, choice = cli.keep_tuned(two, [dict(measured_s=sorted(i)[2], iterations_s=i) for i in its])
     assert kept[0]["label"] == "umpipe #3" and choice["equal"] == "umpipe #3" and choice["unequal_steps_won"] == 4
 
+
+
+def test_the_run_off_takes_each_methods_near_equal_finalists_and_umpipes_equal_split():
+    """A method's candidates within 10 % of its fastest (at most 3) are measured again; one
+    alone is not; UMPIPE's fastest equal split joins when an unequal plan leads."""
+    from host_agent.scheduling.train import cli
+
+    runs = [dict(family="umpipe", label=f"umpipe #{i}", equal=i >= 4) for i in range(1, 6)] + \
+        [dict(family="torch-1f1b", label=f"torch-1f1b M={m}") for m in (2, 4)] + \
+        [dict(family="gpipe", label=f"gpipe M={m}") for m in (2, 4)]
+    medians = [1.00, 1.05, 1.09, 1.30, 1.02, 2.0, 2.3, 3.0, 3.29]
+    picks = cli.runoff_picks(runs, [dict(measured_s=m) for m in medians])
+    # umpipe: #1, #5 (equal, 1.02), #2 (1.05) -- #3 is the 4th within 10 %; torch-1f1b alone; gpipe both
+    assert [runs[i]["label"] for i in picks] == ["umpipe #1", "umpipe #2", "umpipe #5", "gpipe M=2", "gpipe M=4"]
+    # an unequal leader whose equal splits are all far behind still brings the fastest one
+    medians[4] = 1.5
+    picks = cli.runoff_picks(runs, [dict(measured_s=m) for m in medians])
+    assert [runs[i]["label"] for i in picks][:4] == ["umpipe #1", "umpipe #2", "umpipe #3", "umpipe #4"]
+    # nothing close anywhere: no run-off (UMPIPE's sign test then pairs the tuning's steps)
+    far = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.3, 3.0, 3.5]
+    assert cli.runoff_picks(runs, [dict(measured_s=m) for m in far]) == []
+    # the merge appends the run-off's iterations, step by step, to its finalists' only
+    tuned = [dict(iteration_s=[float(i)] * 2, losses=[0.5]) for i in range(len(runs))]
+    merged = cli.merge_runoff(tuned, [1, 3], [dict(iteration_s=[9.0, 8.0], losses=[0.4]),
+                                              dict(iteration_s=[7.0, 6.0], losses=[])])
+    assert merged[1]["iteration_s"] == [1.0, 1.0, 9.0, 8.0] and merged[1]["losses"] == [0.5, 0.4]
+    assert merged[3]["iteration_s"] == [3.0, 3.0, 7.0, 6.0] and merged[0] is tuned[0]
+    assert tuned[1]["iteration_s"] == [1.0, 1.0]  # not changed in place
 
 
 def test_too_few_tuning_steps_for_the_sign_test_are_said(capsys):
