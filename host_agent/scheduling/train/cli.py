@@ -572,23 +572,23 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
     return [got[k] for k in keys]
 
 
-def _keep_tuning(args: argparse.Namespace, e: BaseException, part: dict) -> None:
-    """The final session was interrupted (Ctrl-C, SIGTERM) or failed (a stage exited or hung):
-    write what the tuning session measured to ``--json``, marked ``interrupted`` or ``failed``
-    (with ``error``, the message's first line), and say so."""
+def _keep_tuning(args: argparse.Namespace, e: BaseException, part: dict, phase: str = "final session") -> None:
+    """The final session or the run-off (``phase``) was interrupted (Ctrl-C, SIGTERM) or failed
+    (a stage exited or hung): write what the tuning session measured to ``--json``, marked
+    ``interrupted`` or ``failed`` (with ``error``, the message's first line), and say so."""
     if isinstance(e, RuntimeError):
-        part.update(failed="final session", error=(str(e).splitlines() or [""])[0])
+        part.update(failed=phase, error=(str(e).splitlines() or [""])[0])
         try:
             write_json(args.json, part)
         except OSError as err:
-            print(f"saatp train pipeline: the final session failed; the tuning session's measurements could not be "
+            print(f"saatp train pipeline: the {phase} failed; the tuning session's measurements could not be "
                   f"kept: {err}", file=sys.stderr)
             return
-        print(f"saatp train pipeline: the final session failed; the tuning session's measurements are in "
+        print(f"saatp train pipeline: the {phase} failed; the tuning session's measurements are in "
               f"{args.json}", file=sys.stderr)
         return
-    part.update(interrupted="final session")
-    keep_interrupted("saatp train pipeline", args.json, part, " during the final session",
+    part.update(interrupted=phase)
+    keep_interrupted("saatp train pipeline", args.json, part, f" during the {phase}",
                      "the tuning session's measurements")
 
 
@@ -710,25 +710,27 @@ def run(args: argparse.Namespace) -> int:
                 ["the memory limits"] if limit else [])
             print(f"note: left out {', '.join(left)}: no microbatch count fits ({'; '.join(why)})", flush=True)
         load = [round(x, 2) for x in os.getloadavg()]
-        tuning = None
-        if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
-            tuned = _session(costs, args, runs, args.tune_steps, quotas)
-            first = summarize(runs, tuned)
-            picks = runoff_picks(runs, first["runs"])
-            if picks:  # the run-off: a method's near-equal finalists measured again, all methods alike
-                print(f"run-off: {len(picks)} finalists within {RUNOFF_WITHIN:.0%} of their method's fastest, "
-                      f"{args.tune_steps} iterations more each", flush=True)
-                tuned = merge_runoff(tuned, picks, _session(costs, args, [runs[i] for i in picks], args.tune_steps,
-                                                            quotas))
-            tuning = summarize(runs, tuned)
-            tuning["runoff"] = [runs[i]["label"] for i in picks]
-            tuning["first_round_s"] = {r["label"]: r["measured_s"] for r in first["runs"]}
-            runs, tuning["umpipe_choice"] = keep_tuned(runs, tuning["runs"])
-            if args.profile:
-                tuning["rescaled"] = rescale_for_drift(runs, host_drift(
-                    prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend),
-                    tuning["runs"], args.batch)
+        tuning, phase = None, "final session"
         try:
+            if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
+                tuned = _session(costs, args, runs, args.tune_steps, quotas)
+                tuning = first = summarize(runs, tuned)  # what an interrupted run-off keeps
+                picks = runoff_picks(runs, first["runs"])
+                if picks:  # the run-off: a method's near-equal finalists measured again, all methods alike
+                    print(f"run-off: {len(picks)} finalists within {RUNOFF_WITHIN:.0%} of their method's fastest, "
+                          f"{args.tune_steps} iterations more each", flush=True)
+                    phase = "run-off"
+                    tuned = merge_runoff(tuned, picks, _session(costs, args, [runs[i] for i in picks],
+                                                                args.tune_steps, quotas))
+                    phase = "final session"
+                tuning = summarize(runs, tuned)
+                tuning["runoff"] = [runs[i]["label"] for i in picks]
+                tuning["first_round_s"] = {r["label"]: r["measured_s"] for r in first["runs"]}
+                runs, tuning["umpipe_choice"] = keep_tuned(runs, tuning["runs"])
+                if args.profile:
+                    tuning["rescaled"] = rescale_for_drift(runs, host_drift(
+                        prof, args.batch, costs.info["cuts"], tuning["runs"], quotas=quotas, backend=args.backend),
+                        tuning["runs"], args.batch)
             final = _session(costs, args, runs, args.steps, quotas)
         except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
             # keep the tuning session's measurements (minutes of them): until 2026-11-28 a Ctrl-C
@@ -737,7 +739,7 @@ def run(args: argparse.Namespace) -> int:
                 _keep_tuning(args, e, dict(model=args.model, stages=args.stages, B=args.batch, quotas=quotas,
                                            cuts=costs.info["cuts"], backend=args.backend, candidates=args.candidates,
                                            tune_steps=args.tune_steps, profile=args.profile, plan=fam.public(),
-                                           tuning=tuning, summary=None, left_out=left, seed=args.seed))
+                                           tuning=tuning, summary=None, left_out=left, seed=args.seed), phase)
             raise
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:

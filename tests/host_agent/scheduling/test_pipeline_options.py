@@ -394,35 +394,40 @@ def test_train_pipeline_on_a_profile_runs_its_stages_and_quotas_by_default(tmp_p
 def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measurements(stop, tmp_path, monkeypatch,
                                                                                        capsys):
     """A Ctrl-C or a failed stage in the final session lost the tuning session (minutes of
-    measurements) until 2026-11-28."""
+    measurements) until 2026-11-28; in the run-off, the first tuning session is kept."""
     from host_agent.scheduling.train import cli
 
     model, path = six_layer_profile(tmp_path, monkeypatch)
-    sessions = []
+    for phase, stop_at in (("final session", 3), ("run-off", 2)):
+        sessions = []
 
-    def fake_run(cfg, **kw):
-        sessions.append(len(cfg.runs))
-        if len(sessions) == 2:  # the final session
-            raise stop("stage 1 (exit status 1) ended the run")
-        return dict(runs=[dict(iteration_s=[0.01, 0.012], losses=[1.0, 1.0]) for _ in cfg.runs])
+        def fake_run(cfg, **kw):
+            sessions.append(len(cfg.runs))
+            if len(sessions) == stop_at:  # the tuning session, the run-off (all alike), the final
+                raise stop("stage 1 (exit status 1) ended the run")
+            return dict(runs=[dict(iteration_s=[0.01, 0.012], losses=[1.0, 1.0]) for _ in cfg.runs])
 
-    monkeypatch.setattr(cli.launch, "run", fake_run)
-    out = tmp_path / "res" / "t.json"
-    args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule", "1f1b",
-            "--candidates", "2", "--tune-steps", "2", "--steps", "2", "--json", str(out)]
-    if stop is KeyboardInterrupt:
-        with pytest.raises(KeyboardInterrupt):
-            cli.main(args)
-    else:
-        assert cli.main(args) == 2
-    assert len(sessions) == 2
-    got = json.loads(out.read_text())
-    assert got["summary"] is None and len(got["tuning"]["runs"]) >= 3 and got["B"] == 6
-    err = capsys.readouterr().err
-    if stop is KeyboardInterrupt:
-        assert got["interrupted"] == "final session"
-        assert f"interrupted during the final session; the tuning session's measurements are in {out}" in err
-    else:
-        assert got["failed"] == "final session" and got["error"] == "stage 1 (exit status 1) ended the run"
-        assert f"the final session failed; the tuning session's measurements are in {out}" in err
-        assert "saatp train pipeline: stage 1 (exit status 1) ended the run" in err
+        monkeypatch.setattr(cli.launch, "run", fake_run)
+        out = tmp_path / "res" / phase / "t.json"
+        args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule",
+                "1f1b", "--candidates", "2", "--tune-steps", "2", "--steps", "2", "--json", str(out)]
+        if stop is KeyboardInterrupt:
+            with pytest.raises(KeyboardInterrupt):
+                cli.main(args)
+        else:
+            assert cli.main(args) == 2
+        assert len(sessions) == stop_at
+        got = json.loads(out.read_text())
+        assert got["summary"] is None and len(got["tuning"]["runs"]) >= 3 and got["B"] == 6
+        # the run-off's finalists have both sessions' iterations; an interrupted run-off, the first's
+        ro = set(got["tuning"].get("runoff", []))
+        assert bool(ro) == (phase == "final session")  # all measured alike: every candidate is a finalist
+        assert all(len(r["iterations_s"]) == (4 if r["label"] in ro else 2) for r in got["tuning"]["runs"])
+        err = capsys.readouterr().err
+        if stop is KeyboardInterrupt:
+            assert got["interrupted"] == phase
+            assert f"interrupted during the {phase}; the tuning session's measurements are in {out}" in err
+        else:
+            assert got["failed"] == phase and got["error"] == "stage 1 (exit status 1) ended the run"
+            assert f"the {phase} failed; the tuning session's measurements are in {out}" in err
+            assert "saatp train pipeline: stage 1 (exit status 1) ended the run" in err
