@@ -94,7 +94,7 @@ class AsIds(nn.Module):
 class MethodState:
     """One method's replica of the training state on this process."""
 
-    def __init__(self, spec: str, seed: int, world: int):
+    def __init__(self, spec: str, seed: int, world: int, rank: int = 0):
         torch.manual_seed(seed)
         m = digits.sequential_from(spec)
         self.layers = m
@@ -102,6 +102,11 @@ class MethodState:
         L = len(m)
         self.holds = [frozenset(range(L))] * world  # every process builds the same initial weights
         self.step = 0
+        # the method's own random stream on this process (Dropout's masks), the same for every
+        # method at the start: the methods' slots interleave in one process, and until
+        # 2026-11-28 they drew from one stream, so two methods running the same plans trained
+        # on different masks and reported different accuracies
+        self.rng_state = torch.Generator().manual_seed(1_000_003 * (seed + 1) + rank).get_state()
 
 
 class Worker:
@@ -164,7 +169,7 @@ class Worker:
                 st = self.states.get(cmd["method"])
                 if st is None:
                     st = self.states[cmd["method"]] = MethodState(self.cfg["model"], int(self.cfg.get("seed", 0)),
-                                                                  self.world)
+                                                                  self.world, self.rank)
                 out = self.slot(st, ExecPlan.from_dict(cmd["plan"]), int(cmd["iters"]), n,
                                 probe=bool(cmd.get("probe", True)), gather=bool(cmd.get("gather", True)))
             else:
@@ -252,7 +257,9 @@ class Worker:
             dist.barrier()
             t0 = tick()
             if gi is not None:
+                torch.set_rng_state(st.rng_state)
                 loss = self.iteration(st, plan, gi, out)
+                st.rng_state = torch.get_rng_state()
                 if loss is not None:
                     out["losses"].append(loss)
                 out["iters"].append([t0, tick()])

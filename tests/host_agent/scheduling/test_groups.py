@@ -963,3 +963,32 @@ def test_cgroups_of_killed_runs_are_swept_when_a_run_creates_its_own(tmp_path, c
         "user-group"])
     assert f"removed 2 cgroup(s) left by killed runs (parent pids [{dead.pid}])" in capsys.readouterr().err
     assert sweep_stale_cgroups(str(tmp_path / "missing")) == []
+
+
+@pytest.mark.slow
+def test_methods_running_the_same_plans_draw_the_same_dropout_masks(tmp_path, monkeypatch):
+    """The methods' slots interleave in one process; until 2026-11-28 they drew from one random
+    stream, so two methods running the same plans trained a Dropout model on different masks
+    and reported different accuracies. On one process every method runs the same plan (the
+    whole model there): their parameters must agree bit for bit, and differ from a run
+    without Dropout's draws (the masks are drawn at all)."""
+    import sys
+
+    from host_agent.scheduling.groups.executor import GroupsConfig, run
+    (tmp_path / "dropout_model.py").write_text(
+        "from torch import nn\n"
+        "def mlp(p=0.5):\n    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Dropout(p), "
+        "nn.Linear(32, 10))\n"
+        "def mlp_no_dropout():\n    return mlp(0.0)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "dropout_model", raising=False)
+    got = {}
+    for fn in ("mlp", "mlp_no_dropout"):
+        cfg = GroupsConfig(methods=("bsp", "lbbsp"), model=f"dropout_model:{fn}", world=1, base_quotas=(1.0,),
+                           slots=3, iters=2, B=32, cgroups=False)
+        res = run(cfg)
+        assert all(s["plan"] == r["plan"] for s, r in zip(res["runs"]["bsp"]["slots"], res["runs"]["lbbsp"]["slots"]))
+        got[fn] = res["final_params"]
+    assert torch.equal(got["mlp"]["bsp"], got["mlp"]["lbbsp"])
+    assert not torch.equal(got["mlp"]["bsp"], got["mlp_no_dropout"]["bsp"])
