@@ -178,9 +178,7 @@ class RankProcesses:
         """After the last command: wait up to ``timeout_s`` in all for the ranks to exit, kill
         those still running and return their ranks. Their work is done by then, so a slow exit
         costs the run nothing (until 2026-11-28 it raised ``TimeoutExpired`` and lost it)."""
-        t_end = time.monotonic() + timeout_s
-        while time.monotonic() < t_end and self.running():
-            time.sleep(0.05)
+        self.settle(timeout_s)
         late = [r for r, p in enumerate(self.procs) if p.poll() is None]
         self.kill()
         return late

@@ -82,16 +82,18 @@ def write_result_files(result: dict, json_path: str | None, plot_path: str | Non
         print(f"wrote {plot_path}")
 
 
-def keep_interrupted(command: str, path: str | None, result: dict, when: str, what: str) -> None:
-    """A command was interrupted (``when``: " during asp"): write ``result`` (what had finished,
-    marked as interrupted) to ``path`` (``--json``; nothing without one) with Ctrl-C and SIGTERM
-    held, and say on stderr that ``what`` ("the 2 finished methods") is there, or why not."""
+def keep_interrupted(command: str, path: str | None, result: dict, when: str, what: str,
+                     happened: str = "interrupted") -> None:
+    """A command was interrupted (``when``: " during asp"), or a part of it failed (``happened``:
+    "the final session failed", ``when`` ""): write ``result`` (what had finished, marked as
+    such) to ``path`` (``--json``; nothing without one) with Ctrl-C and SIGTERM held, and say on
+    stderr that ``what`` ("the 2 finished methods") is there, or why not."""
     if not path:
         return
     with held_interrupts():
         try:
             write_json(path, result)
         except OSError as e:
-            print(f"{command}: interrupted{when}; {what} could not be kept: {e}", file=sys.stderr)
+            print(f"{command}: {happened}{when}; {what} could not be kept: {e}", file=sys.stderr)
             return
-        print(f"{command}: interrupted{when}; {what} are in {path}", file=sys.stderr, flush=True)
+        print(f"{command}: {happened}{when}; {what} are in {path}", file=sys.stderr, flush=True)

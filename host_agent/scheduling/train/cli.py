@@ -576,20 +576,13 @@ def _keep_tuning(args: argparse.Namespace, e: BaseException, part: dict, phase: 
     """The final session or the run-off (``phase``) was interrupted (Ctrl-C, SIGTERM) or failed
     (a stage exited or hung): write what the tuning session measured to ``--json``, marked
     ``interrupted`` or ``failed`` (with ``error``, the message's first line), and say so."""
+    what = "the tuning session's measurements"
     if isinstance(e, RuntimeError):
         part.update(failed=phase, error=(str(e).splitlines() or [""])[0])
-        try:
-            write_json(args.json, part)
-        except OSError as err:
-            print(f"saatp train pipeline: the {phase} failed; the tuning session's measurements could not be "
-                  f"kept: {err}", file=sys.stderr)
-            return
-        print(f"saatp train pipeline: the {phase} failed; the tuning session's measurements are in "
-              f"{args.json}", file=sys.stderr)
-        return
-    part.update(interrupted=phase)
-    keep_interrupted("saatp train pipeline", args.json, part, f" during the {phase}",
-                     "the tuning session's measurements")
+        keep_interrupted("saatp train pipeline", args.json, part, "", what, happened=f"the {phase} failed")
+    else:
+        part.update(interrupted=phase)
+        keep_interrupted("saatp train pipeline", args.json, part, f" during the {phase}", what)
 
 
 def run_quotas(args: argparse.Namespace) -> list[float | None]:
