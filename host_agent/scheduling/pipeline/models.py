@@ -12,6 +12,7 @@ microbatches' losses divided by B equals the minibatch mean (what gradient accum
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -140,6 +141,15 @@ def load_model(spec: str) -> ModelSpec:
     if not callable(fn):
         raise ValueError(f"model {spec!r}: {spec.split(':', 1)[1]} is {fn!r:.60} ({type(fn).__name__}), not a function "
                          f"returning a ModelSpec or (sequential|builder, make_batch, loss_sum)")
+    try:
+        # FN is called without arguments: one that needs some failed with a TypeError's
+        # traceback until 2026-11-28
+        inspect.signature(fn).bind()
+    except TypeError as e:
+        raise ValueError(f"model {spec!r}: {spec.split(':', 1)[1]} is called without arguments ({e}): give it "
+                         f"defaults or wrap it in a function of none") from None
+    except ValueError:  # no signature to read (a builtin): call it as it is
+        pass
     got = fn()
     if isinstance(got, ModelSpec):
         return got

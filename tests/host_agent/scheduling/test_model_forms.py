@@ -30,6 +30,10 @@ def layers():
     return [nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.Tanh(), nn.Linear(12, 3)]
 
 
+def needs_arguments(width):
+    return built_list()
+
+
 def built_list():
     return (layers(), batch, loss)
 
@@ -269,6 +273,8 @@ def test_torchs_schedules_leave_batchnorm_statistics_as_one_process_does(models,
     ("not_a_builder", r"returned 42 \(int\) as the model: expected an nn.Sequential, a list of modules"),
     ("a_single_module", r"must be an nn.Sequential or a list of modules, got Linear"),
     ("NOT_A_FUNCTION", r"NOT_A_FUNCTION is 5 \(int\), not a function"),
+    # FN is called without arguments: a TypeError's traceback until 2026-11-28
+    ("needs_arguments", r"needs_arguments is called without arguments \(missing a required argument: 'width'\)"),
     # each stage trains its own copy of its layers: tied weights on two stages trained apart
     ("tied", r"layers 0 \(Linear\) and 2 \(Linear\) share a parameter \(weight and weight\)"),
 ])
