@@ -75,6 +75,23 @@ def _warn_low_base(base: Sequence[float], path: str, noun: str) -> None:
           f"kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
 
 
+def _warn_unused(path: str, rows: list[tuple[int, int, float]], slots: int, noun: str) -> None:
+    """One warning (once per trace and run length) when no row of the trace falls in the slots
+    the run reaches: a trace of its header alone, or one whose slots start past the run's last
+    (an excerpt of a longer trace keeping its slot numbers, ``5,0,2`` first in a 3-slot run). A
+    trace loops only after its last slot, so every process then kept its base quota throughout;
+    until 2026-11-28 such a run went ahead without a word, as if the trace had been applied."""
+    if any(s < slots for s, _, _ in rows) or (("unused", os.path.abspath(path), slots) in _warned):
+        return
+    _warned.add(("unused", os.path.abspath(path), slots))
+    why = ("names no (slot, device)" if not rows else
+           f"sets no quota in the {slots} slot(s) the run reaches (0-{slots - 1}): its first slot is "
+           f"{min(s for s, _, _ in rows)} (slots count from 0 at the run's start; the trace loops only after "
+           f"its last slot, {max(s for s, _, _ in rows)})")
+    print(f"warning: {path} {why}; every one of the {noun} keeps its base quota (--quotas) throughout",
+          file=sys.stderr)
+
+
 def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = None,
                   noun: str = "processes", warn: bool = True) -> np.ndarray:
     """[slots, n] slowdown factors of a trace CSV: ``slot,device,factor`` as written, or
@@ -114,6 +131,8 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
             low = [(ln, s, d, f"base {float(base[d]):g} / factor {x:g} = {float(base[d]) / x:.3g}")
                    for (s, d, x), ln in zip(rows, lines) if float(base[d]) / x < MIN_QUOTA - 1e-9 and s < slots]
         _warn_clamped(path, low)
+    if warn:
+        _warn_unused(path, rows, slots, noun)
     if kind == "quota":
         rows = [(s, d, float(base[d]) / q) for s, d, q in rows]
     return TraceReplay(tuple(rows), loop=True).factors(slots, n)

@@ -215,6 +215,29 @@ def test_a_base_quota_below_the_kernels_minimum_is_warned_with_a_trace_file(tmp_
     assert capsys.readouterr().err == ""
 
 
+def test_a_trace_that_sets_no_quota_in_the_runs_slots_is_warned(tmp_path, capsys):
+    """A trace of its header alone, or one whose slots start past the run's last (an excerpt
+    keeping its slot numbers): every process keeps its base quota; before, without a word."""
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "late.csv"
+    p.write_text("slot,device,factor\n5,0,2\n6,1,3\n")
+    q = quota_trace([0.3, 0.2], 3, str(p))
+    assert q.tolist() == [[0.3, 0.2]] * 3  # nothing applied: the base quotas, as the warning says
+    err = capsys.readouterr().err
+    assert (f"warning: {p} sets no quota in the 3 slot(s) the run reaches (0-2): its first slot is 5" in err
+            and "keeps its base quota (--quotas) throughout" in err)
+    quota_trace([0.3, 0.2], 3, str(p))
+    assert capsys.readouterr().err == ""  # once (a CGP run reads its trace once per method)
+    quota_trace([0.3, 0.2], 6, str(p))  # slot 5 is run: applied, no warning
+    quota_trace([0.3, 0.2], 4, str(p), warn=False)  # no cgroups: "not applied" says it all
+    assert capsys.readouterr().err == ""
+    e = tmp_path / "empty.csv"
+    e.write_text("slot,device,quota\n")
+    assert quota_trace([0.3, 0.2], 2, str(e), noun="workers").tolist() == [[0.3, 0.2]] * 2
+    assert f"warning: {e} names no (slot, device); every one of the workers keeps its base quota" in \
+        capsys.readouterr().err
+
+
 def test_a_generated_trace_warns_once_when_the_kernels_minimum_raises_its_quotas(capsys):
     from host_agent.scheduling.groups.quotas import MIN_QUOTA, generated_factors, quota_trace
     base = np.array([0.25, 0.25, 0.2, 0.1])
