@@ -341,8 +341,12 @@ def test_a_failed_worker_is_reported_with_every_rank_that_exited():
         def check(self, keys):
             return False
 
+    class Proc:
+        def __init__(self, returncode):
+            self.returncode = returncode
+
     class Ranks:
-        procs = [None] * 4
+        procs = [Proc(1), Proc(1), Proc(1), Proc(-9)]  # rank 3 killed by SIGKILL, the others failed after it
         settled = False
 
         def settle(self):  # RankProcesses.settle: the others exit a moment later
@@ -350,8 +354,10 @@ def test_a_failed_worker_is_reported_with_every_rank_that_exited():
 
         def exited(self):  # rank 3 exits first
             return [0, 1, 2, 3] if self.settled else [3]
-    with pytest.raises(RuntimeError, match=r"worker\(s\) \[0, 1, 2, 3\] of 4 exited"):
+    with pytest.raises(RuntimeError, match=r"worker\(s\) \[0, 1, 2, 3\] of 4 exited") as e:
         _wait_all(Store(), ["meas/0/0"], Ranks(), 10.0)
+    # how each ended: the one killed (by a user, the OOM killer) is told from those that failed after it
+    assert "worker 3 (killed by SIGKILL)" in str(e.value) and "worker 0 (exit status 1)" in str(e.value)
 
 
 def test_quota_trace_from_csv_and_bad_rows(tmp_path):
