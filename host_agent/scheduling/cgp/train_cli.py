@@ -45,9 +45,30 @@ def time_ratio(c: dict) -> str:
     return f"{sp:.2f}x ({c['note']}; between {b[0]:.3g}x and {hi}x given the snapshots)"
 
 
+# a variant the run's own options already make (``--balance``: "cgp-balanced", ``--damping
+# none``: "cgp-no-damping", ``--damping inverse``: "cgp-inverse", ``--s-max 10000``:
+# "cgp-no-bound") is CGP itself run again; it becomes the other side of its mechanism instead
+COUNTERPART = {"cgp-balanced": lambda c: ("cgp-equal-batches", dict(balance=False)),
+               "cgp-no-damping": lambda c: ("cgp-excess-damping", dict(damping="excess")),
+               "cgp-inverse": lambda c: ("cgp-excess-damping", dict(damping="excess")),
+               "cgp-no-bound": lambda c: (f"cgp-bound-{CGPConfig.s_max}", dict(s_max=CGPConfig.s_max))}
+
+
 def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
-    """The ablation's CGP runs, each ``base`` with one mechanism changed."""
-    return {k: replace(base, mode="cgp", **f(base)) for k, f in ABLATION.items()}
+    """The ablation's CGP runs, each ``base`` with one mechanism changed. Where the run's own
+    options already make a variant (``--balance --ablation``), its counterpart runs instead
+    (``cgp-equal-batches``): until 2026-11-28 that variant ran CGP's configuration a second
+    time under another name, and the ablation had no run without the mechanism."""
+    cgp = replace(base, mode="cgp")
+    out = {}
+    for k, f in ABLATION.items():
+        cfg = replace(cgp, **f(base))
+        if cfg == cgp and k in COUNTERPART:
+            k, change = COUNTERPART[k](base)
+            cfg = replace(cgp, **change)
+        if cfg != cgp and cfg not in out.values():
+            out[k] = cfg
+    return out
 
 
 def keep_finished(runs: dict, interrupted: str, planned: list[str], args: argparse.Namespace) -> None:

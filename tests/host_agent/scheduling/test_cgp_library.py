@@ -301,7 +301,29 @@ def test_the_ablation_changes_one_mechanism_each():
     assert got["cgp-no-bound"].s_max > 1000 and got["cgp-inverse"].damping == "inverse"
     # a run whose own bound is already above the ablation's "no bound" keeps its own: the
     # variant without the bound must not be the more bounded of the two
-    assert ablation_configs(CGPConfig(s_max=10**9))["cgp-no-bound"].s_max == 10**9
+    # (CGP itself is then unbounded: the ablation's bounded counterpart runs instead)
+    unbounded = ablation_configs(CGPConfig(s_max=10**9))
+    assert "cgp-no-bound" not in unbounded and unbounded["cgp-bound-8"].s_max == 8
+    assert ablation_configs(CGPConfig(s_max=9000))["cgp-no-bound"].s_max == 10_000
+
+
+def test_an_ablation_variant_the_runs_options_already_make_runs_its_counterpart():
+    """``--balance --ablation``: "cgp-balanced" was CGP's own configuration run again, and no run
+    had equal batches; likewise ``--damping none`` and "cgp-no-damping"."""
+    from host_agent.scheduling.cgp.library import CGPConfig
+    from host_agent.scheduling.cgp.train_cli import ablation_configs
+    base = CGPConfig(balance=True)
+    got = ablation_configs(base)
+    cgp = CGPConfig(balance=True, mode="cgp")
+    assert all(c != cgp for c in got.values())  # none is CGP itself again
+    assert "cgp-balanced" not in got and not got["cgp-equal-batches"].balance
+    assert got["cgp-no-damping"].balance and got["cgp-no-damping"].damping == "none"  # one change each
+    got = ablation_configs(CGPConfig(damping="none"))
+    assert "cgp-no-damping" not in got and got["cgp-excess-damping"].damping == "excess"
+    assert got["cgp-inverse"].damping == "inverse" and got["cgp-balanced"].balance
+    got = ablation_configs(CGPConfig(damping="inverse", s_max=20_000))
+    assert got["cgp-no-damping"].damping == "none" and got["cgp-excess-damping"].damping == "excess"
+    assert got["cgp-bound-8"].s_max == 8 and "cgp-no-bound" not in got and len(got) == 5
 
 
 def test_the_servers_queue_wait_lowers_the_predicted_staleness_and_the_forced_switch():
