@@ -268,17 +268,25 @@ def runoff_picks(runs: list[dict], measured: list[dict]) -> list[int]:
     by: dict[str, list[int]] = {}
     for i, r in enumerate(runs):
         by.setdefault(r["family"], []).append(i)
+
+    def config(i: int) -> str:  # candidates with one key run the same ops: measured once, as one
+        return run_key(runs[i]) if "schedule" in runs[i] else runs[i]["label"]
+
     out: list[int] = []
     for f, idx in by.items():
         idx = sorted(idx, key=lambda i: measured[i]["measured_s"])
         best = measured[idx[0]]["measured_s"]
-        near = [i for i in idx if measured[i]["measured_s"] <= best * (1 + RUNOFF_WITHIN)][:RUNOFF_MOST]
-        if f == "umpipe" and len(near) > 1 and not runs[idx[0]].get("equal"):
+        # distinct configurations: until 2026-11-28 UMPIPE's fill-drain and 1F1B plans of one
+        # microbatch each (the same ops) were two finalists, and a run-off session ran that one
+        # configuration against itself
+        keys = list(dict.fromkeys(config(i) for i in idx
+                                  if measured[i]["measured_s"] <= best * (1 + RUNOFF_WITHIN)))[:RUNOFF_MOST]
+        if f == "umpipe" and len(keys) > 1 and not runs[idx[0]].get("equal"):
             eq = next((i for i in idx if runs[i].get("equal")), None)
-            if eq is not None and eq not in near:
-                near.append(eq)
-        if len(near) > 1:
-            out.extend(near)
+            if eq is not None and config(eq) not in keys:
+                keys.append(config(eq))
+        if len(keys) > 1:  # every candidate of a finalist configuration, so its copies read the same
+            out.extend(i for i in idx if config(i) in keys)
     return sorted(out)
 
 

@@ -789,6 +789,14 @@ def test_the_run_off_takes_each_methods_near_equal_finalists_and_umpipes_equal_s
     # nothing close anywhere: no run-off (UMPIPE's sign test then pairs the tuning's steps)
     far = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.3, 3.0, 3.5]
     assert cli.runoff_picks(runs, [dict(measured_s=m) for m in far]) == []
+    # two candidates of one configuration (fill-drain and 1F1B of one microbatch each run the
+    # same ops) are one finalist: alone, no run-off (until 2026-11-28 a session ran it against itself)
+    one = [dict(family="umpipe", label="umpipe #1", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2),
+           dict(family="umpipe", label="umpipe #2", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2),
+           dict(family="umpipe", label="umpipe #3", schedule="ours", rows=[[7, 6], [7, 6]], orders=["x"] * 2)]
+    assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.5)]) == []
+    # with another finalist, both copies are measured again (they read the same afterwards)
+    assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.05)]) == [0, 1, 2]
     # the merge appends the run-off's iterations, step by step, to its finalists' only
     tuned = [dict(iteration_s=[float(i)] * 2, losses=[0.5]) for i in range(len(runs))]
     merged = cli.merge_runoff(tuned, [1, 3], [dict(iteration_s=[9.0, 8.0], losses=[0.4]),
