@@ -136,9 +136,37 @@ def accuracy_of(model: nn.Module, w: torch.Tensor, data: Dataset, batch: int = 2
     cumulative average, as ``torch.optim.swa_utils.update_bn`` does for averaged weights)."""
     nn.utils.vector_to_parameters(w, model.parameters())
     if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats for m in model.modules()):
-        from torch.optim.swa_utils import update_bn
-        update_bn(bn_batches(data.x_train, batch), model)
+        estimate_bn(model, bn_batches(data.x_train, batch))
     return accuracy(model, data.x_test, data.y_test)
+
+
+def estimate_bn(model: nn.Module, batches: list[torch.Tensor]) -> None:
+    """The batch-norm layers' running statistics of ``model`` as it is evaluated: a cumulative
+    average over ``batches`` in training mode (``torch.optim.swa_utils.update_bn``) but with
+    dropout off, and any other random draw from a fixed seed, leaving the caller's random state
+    as it was. With ``update_bn`` a dropout layer before a batch-norm one drew its masks from the
+    parent's random stream (until 2026-11-28): the same parameters evaluated five times gave
+    accuracies 0.18-0.22 on wine, so two methods with the same weights (the same plans in
+    ``train groups``) reported different accuracies, and every accuracy carried that noise."""
+    bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    momenta = {m: m.momentum for m in bns}
+    was_training = model.training
+    for m in bns:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average
+    model.train()
+    for m in model.modules():
+        if isinstance(m, nn.modules.dropout._DropoutNd):
+            m.eval()
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(0)
+            for x in batches:
+                model(x)
+    finally:
+        for m, mom in momenta.items():
+            m.momentum = mom
+        model.train(was_training)
 
 
 def _call(spec: str, what: str):
