@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -39,13 +40,15 @@ from ..groups.quotas import (
     warn_trace_not_applied,
 )
 from ..progress import StallWatch
-from ..rank_processes import RankFailure, RankProcesses, host_store
+from ..rank_processes import RankFailure, RankProcesses, host_store, how_ended
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .policy import damping
 
 MODES = ("cgp", "bsp", "asp", "ssp")
 POLL_S = 0.02  # seconds between the parent's looks at the run (and its setting of the slot's quotas)
+# seconds the ranks have to exit once every one has written its results (then the late are killed)
+EXIT_WAIT_S = 60.0
 MIN_SLOT_S = 0.05  # the shortest trace slot: a few polls and CFS periods
 
 
@@ -171,7 +174,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                            names=[f"worker {r}" for r in range(cfg.workers)] + [f"the server (rank {cfg.workers})"])
         started = None
         slot = -1
-        while ranks.running() and not ranks.failed():
+        while ranks.running() and not ranks.failed() and not _results_written(out_dir, cfg.workers + 1):
             if time.monotonic() > deadline:
                 raise RankFailure(f"the run did not end {cfg.timeout_s:g} s after its {cfg.duration_s:g} s")
             watch.check(r for r in range(cfg.workers) if ranks.procs[r].poll() is None)
@@ -184,11 +187,41 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                     cg.set(list(quotas[s]) + [cfg.ps_quota])
                     applied.append((slot, quotas[s].tolist()))
             time.sleep(POLL_S)
-        if ranks.failed():
+        if _results_written(out_dir, cfg.workers + 1):
+            # every rank has written its results (the holder its snapshots before them): a rank
+            # slow to exit, stopped, or failing after its write costs the run nothing. As the groups
+            # executor does, the late are killed and named; until 2026-11-28 such a run waited for
+            # the stall limit and failed, losing a finished method
+            late = ranks.wait(timeout_s=EXIT_WAIT_S)
+            if late:
+                print(f"warning: train_cgp ({cfg.mode}): processes {late} had not exited {EXIT_WAIT_S:g} s after "
+                      f"every process wrote its results and were killed (the results are complete)",
+                      file=sys.stderr, flush=True)
+            bad = [r for r in ranks.failed_ranks() if r not in late]
+            if bad:
+                how = ", ".join(f"process {r} ({how_ended(ranks.procs[r].returncode)})" for r in bad)
+                print(f"warning: train_cgp ({cfg.mode}): {how} ended so after every process wrote its results "
+                      f"(they are complete)", file=sys.stderr, flush=True)
+        elif ranks.failed():
             ranks.settle()
             raise RankFailure(f"{ranks.exits('process')} ended the run (workers 0-{cfg.workers - 1}, "
                               f"the server {cfg.workers})")
     return _collect(cfg, spec, data, out_dir, applied, target_acc)
+
+
+def _results_written(out_dir: str, n: int) -> bool:
+    """Whether every one of the ``n`` ranks has written its results (``rank<R>.json``, whole:
+    a file being written does not parse)."""
+    for r in range(n):
+        path = os.path.join(out_dir, f"rank{r}.json")
+        if not os.path.exists(path):
+            return False
+        try:
+            with open(path) as f:
+                json.load(f)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, applied, target_acc) -> dict:

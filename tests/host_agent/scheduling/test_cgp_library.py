@@ -680,3 +680,59 @@ def test_the_cgp_plot_draws_accuracy_batch_time_and_updates(tmp_path):
     png = tmp_path / "c.png"
     plot_cgp({"runs": {"cgp": {"evals": ev}, "asp": {"evals": ev[:1]}}, "target_acc": 0.9}, str(png))
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+FAKE_RANK = '''
+import json, os, sys, time
+import torch
+from host_agent.scheduling import digits
+cfg = json.load(open(sys.argv[1]))
+rank, n = int(sys.argv[2]), int(cfg["workers"])
+out = cfg["out_dir"]
+if rank == n:  # the server holds the model: its snapshots first, then its results
+    w = torch.nn.utils.parameters_to_vector(digits.built_as_ranks_build(cfg["model"], cfg["seed"]).parameters())
+    torch.save([(0.0, 0, 0, w.detach()), (1.0, 3, 96, w.detach())], os.path.join(out, f"snapshots{rank}.pt"))
+with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
+    json.dump({"groupings": [], "taus": [], "iters": [1], "compute_s": 0.1, "wall_s": 1.0}, f)
+while not all(os.path.exists(os.path.join(out, f"rank{r}.json")) for r in range(n + 1)):
+    time.sleep(0.01)  # the ranks' last barrier
+time.sleep(0.2)
+if rank == 1:
+    time.sleep(600)  # written, then slow to exit (libtorch's teardown under a 0.1 CPU quota)
+if rank == 2:
+    os._exit(1)  # written, then failed on its way out
+'''
+
+
+def test_a_rank_slow_to_exit_after_every_result_was_written_costs_the_run_nothing(tmp_path, monkeypatch, capsys):
+    """train_cgp waited for every rank to exit: one that had written its results but was slow to
+    exit (or stopped) ran into the stall limit and failed the method, its results lost; the groups
+    executor kills and names such ranks and keeps the results (RankProcesses.wait)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from host_agent.scheduling.cgp import library
+    from host_agent.scheduling.rank_processes import RankProcesses
+    script = tmp_path / "fake_rank.py"
+    script.write_text(FAKE_RANK)
+
+    def start(self, module, config_path, n):
+        for r in range(n):
+            with open(self.log_path(r), "w") as log:
+                self.procs.append(subprocess.Popen([sys.executable, str(script), config_path, str(r)], stdout=log,
+                                                   stderr=subprocess.STDOUT, cwd=os.getcwd()))
+
+    monkeypatch.setattr(RankProcesses, "start", start)
+    monkeypatch.setattr(library, "EXIT_WAIT_S", 3.0)
+    monkeypatch.setenv("PYTHONPATH", os.getcwd())
+    cfg = library.CGPConfig(workers=3, base_quotas=(0.5, 0.5, 0.5), cgroups=False, duration_s=1, mode="asp",
+                            stall_s=600)
+    t0 = time.monotonic()
+    res = library.train_cgp("digits-cnn", "digits", cfg, target_acc=0.9, log_dir=str(tmp_path / "logs"))
+    assert time.monotonic() - t0 < 300  # not the stall limit, nor the run's time-out
+    assert [e["samples"] for e in res["evals"]] == [0, 96] and res["final_acc"] is not None
+    err = capsys.readouterr().err
+    assert "processes [1] had not exited 3 s after every process wrote its results and were killed" in err
+    assert "process 2 (exit status 1) ended so after every process wrote its results" in err
