@@ -77,6 +77,26 @@ def load(path: str) -> dict:
         if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q) or q <= 0):
             raise ValueError(f"{path}: stage_quotas[{i}] is {q!r}: a stage's quota is a positive number of CPUs, "
                              "or null for none")
+    # the numbers every plan reads, edited by hand: until 2026-11-28 a cfs_period_s of 0 failed
+    # with a ZeroDivisionError's traceback, a negative one hung plan umpipe, a calibration B of
+    # -4 was blamed on "--batch -4", a string failed as "could not convert string to float"
+    cal = prof.get("calibration")
+    for where, v, least, whole in (
+            ("cfs_period_s", prof.get("cfs_period_s"), 0.0, False),
+            ("min_microbatch", prof.get("min_microbatch"), 1, True),
+            ("cpu.min_microbatch", (prof["cpu"] or {}).get("min_microbatch") if isinstance(prof["cpu"], dict)
+             else None, 1, True),
+            ("link.latency", prof["link"].get("latency") if isinstance(prof["link"], dict) else None, None, False),
+            ("link.per_byte", prof["link"].get("per_byte") if isinstance(prof["link"], dict) else None, None, False),
+            ("calibration.B", cal.get("B") if isinstance(cal, dict) else None, 1, True)):
+        if v is None:
+            continue
+        bad = isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (
+            whole and v != int(v)) or (v < least if whole else v <= least if least is not None else v < 0)
+        if bad:
+            what = ("a whole number of at least 1" if whole else "a positive number of seconds" if least is not None
+                    else "a number of seconds of at least 0")
+            raise ValueError(f"{path}: {where} is {v!r}: it is {what}; rerun saatp profile")
     return prof
 
 

@@ -94,6 +94,35 @@ def test_plan_umpipe_names_a_profile_quota_that_is_not_a_quota(tmp_path, capsys,
                      "--single"]) == 0
 
 
+@pytest.mark.parametrize("where, value", [
+    # 0: a ZeroDivisionError's traceback; -0.01: plan umpipe hung in the CFS budget simulation
+    ("cfs_period_s", 0), ("cfs_period_s", -0.01), ("cfs_period_s", "x"),
+    ("calibration.B", -4), ("calibration.B", "16"), ("min_microbatch", 0), ("link.latency", -1.0),
+    ("link.per_byte", "fast"),
+])
+def test_plan_umpipe_names_a_profile_number_edited_into_what_no_profile_holds(tmp_path, capsys, where, value):
+    """The numbers every plan reads, edited by hand into the profile, are named with their key
+    and value (until 2026-11-28: a traceback, a hang, "--batch -4: ...", a float conversion)."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    p = two_stage_profile()
+    if where == "calibration.B":
+        p["calibration"] = dict(p.get("calibration") or {}, B=value)
+    elif "." in where:
+        a, b = where.split(".")
+        p[a][b] = value
+    else:
+        p[where] = value
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(p))
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2",
+                     "--single"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: {where} is {value!r}: it is " in err and "Traceback" not in err, err
+
+
 def test_plan_umpipe_with_a_profile_searches_with_the_given_population_and_generations(tmp_path, capsys,
                                                                                        monkeypatch):
     """--pop and --gens were capped at 64 and 80 with --profile without a word (the defaults
