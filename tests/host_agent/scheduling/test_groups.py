@@ -1039,3 +1039,14 @@ def test_a_failing_groups_rank_logs_its_traceback_and_skips_the_teardown(tmp_pat
     assert p.returncode == 1
     assert "KeyError: 'world'" in p.stderr and "Traceback" in p.stderr  # the log still says why
     assert "TEARDOWN" not in p.stdout
+
+
+def test_a_comparison_of_methods_that_ran_the_same_plans_in_every_slot_says_it_is_noise():
+    """'lyapunov vs bsp: batch time 27.6% higher; the same plans in 6 of 6 slots' read as the
+    planner's loss (a BatchNorm CNN on which every method ran one process per slot)."""
+    from host_agent.scheduling.groups.cli import comparison_line
+    same = comparison_line("bsp", dict(batch_time_reduction=-0.276, speedup=0.78, same_plan_slots=6, slots=6))
+    assert same.startswith("lyapunov vs bsp: batch time 27.6% higher (0.78x); the same plans in 6 of 6 slots")
+    assert "measurement noise" in same
+    some = comparison_line("lbbsp", dict(batch_time_reduction=0.1, speedup=1.11, same_plan_slots=5, slots=6))
+    assert "10.0% lower" in some and "noise" not in some
