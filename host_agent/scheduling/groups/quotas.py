@@ -85,7 +85,7 @@ def _warn_unused(path: str, rows: list[tuple[int, int, float]], slots: int, noun
         return
     _warned.add(("unused", os.path.abspath(path), slots))
     why = ("names no (slot, device)" if not rows else
-           f"sets no quota in the {slots} slot(s) the run reaches (0-{slots - 1}): its first slot is "
+           f"sets no quota in the {slots} trace slot(s) the run reaches (0-{slots - 1}): its first slot is "
            f"{min(s for s, _, _ in rows)} (slots count from 0 at the run's start; the trace loops only after "
            f"its last slot, {max(s for s, _, _ in rows)})")
     print(f"warning: {path} {why}; every one of the {noun} keeps its base quota (--quotas) throughout",

@@ -224,7 +224,7 @@ def test_a_trace_that_sets_no_quota_in_the_runs_slots_is_warned(tmp_path, capsys
     q = quota_trace([0.3, 0.2], 3, str(p))
     assert q.tolist() == [[0.3, 0.2]] * 3  # nothing applied: the base quotas, as the warning says
     err = capsys.readouterr().err
-    assert (f"warning: {p} sets no quota in the 3 slot(s) the run reaches (0-2): its first slot is 5" in err
+    assert (f"warning: {p} sets no quota in the 3 trace slot(s) the run reaches (0-2): its first slot is 5" in err
             and "keeps its base quota (--quotas) throughout" in err)
     quota_trace([0.3, 0.2], 3, str(p))
     assert capsys.readouterr().err == ""  # once (a CGP run reads its trace once per method)
