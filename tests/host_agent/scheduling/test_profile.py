@@ -797,6 +797,11 @@ def test_the_run_off_takes_each_methods_near_equal_finalists_and_umpipes_equal_s
     assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.5)]) == []
     # with another finalist, both copies are measured again (they read the same afterwards)
     assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.05)]) == [0, 1, 2]
+    # and so is another method's candidate of a finalist configuration (gpipe M=1 is UMPIPE's
+    # one-microbatch plan: it read the first round alone while UMPIPE's copy read both rounds)
+    gp = dict(family="gpipe", label="gpipe M=1", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2, M=1)
+    gp2 = dict(gp, label="gpipe M=2", rows=[[7, 6], [7, 6]], orders=["y"] * 2, M=2)
+    assert cli.runoff_picks(one + [gp, gp2], [dict(measured_s=m) for m in (1.0, 1.0, 1.05, 1.0, 2.0)]) == [0, 1, 2, 3]
     # the merge appends the run-off's iterations, step by step, to its finalists' only
     tuned = [dict(iteration_s=[float(i)] * 2, losses=[0.5]) for i in range(len(runs))]
     merged = cli.merge_runoff(tuned, [1, 3], [dict(iteration_s=[9.0, 8.0], losses=[0.4]),
