@@ -475,8 +475,14 @@ def read_slot_csv(path: str, values: Sequence[str]) -> tuple[str, list[tuple[int
     want = " or ".join(f"'slot,device,{v}'" for v in values)
     # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark, which made the
     # header read '\ufeffslot,device,quota' and be refused (until 2026-11-28)
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        lines = [(i + 1, ln) for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")]
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            lines = [(i + 1, ln) for i, ln in enumerate(fh) if ln.strip() and not ln.lstrip().startswith("#")]
+    except (OSError, UnicodeDecodeError) as e:
+        # named as the trace (until 2026-11-28 "[Errno 2] No such file or directory: 't.csv'", and
+        # a binary file the codec's message alone, naming no file)
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ValueError(f"trace {path}: cannot be read as a CSV file ({why})") from None
     if not lines:
         raise ValueError(f"{path}: empty trace (expected header {want})")
     header = [c.strip().lower() for c in lines[0][1].split(",")]

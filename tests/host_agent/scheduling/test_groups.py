@@ -1050,3 +1050,14 @@ def test_a_comparison_of_methods_that_ran_the_same_plans_in_every_slot_says_it_i
     assert "measurement noise" in same
     some = comparison_line("lbbsp", dict(batch_time_reduction=0.1, speedup=1.11, same_plan_slots=5, slots=6))
     assert "10.0% lower" in some and "noise" not in some
+
+
+def test_a_trace_that_cannot_be_read_is_named_as_the_trace(tmp_path):
+    from host_agent.scheduling.groups.quotas import quota_trace
+    missing = tmp_path / "held_out.csv"
+    with pytest.raises(ValueError, match=rf"trace {missing}: cannot be read as a CSV file \(No such file or directory\)"):
+        quota_trace([0.3, 0.3], 2, str(missing))
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(bytes(range(128, 256)))
+    with pytest.raises(ValueError, match=rf"trace {binary}: cannot be read as a CSV file \('utf-8' codec"):
+        quota_trace([0.3, 0.3], 2, str(binary))
