@@ -150,7 +150,10 @@ def check_settable(quotas, period_us: int = PERIOD_US, what: str | None = None) 
 
 def default_quota(stages: int) -> float:
     """CPUs per stage when 60% of the host's cores are shared out evenly (at most one each, at
-    least :func:`min_quota`)."""
+    least :func:`min_quota`). ValueError for no stages (``--stages 0`` failed with a
+    ZeroDivisionError's traceback here until 2026-11-28, before :func:`stage_quotas` said so)."""
+    if stages < 1:
+        raise ValueError("--stages must be >= 1")
     return max(min_quota(), round(min(1.0, 0.6 * (os.cpu_count() or 1) / stages), 3))
 
 

@@ -120,6 +120,18 @@ def test_result_files_go_into_a_new_directory_and_a_directory_is_refused_up_fron
     assert json.loads(plan.read_text())["umpipe"]["makespan"] > 0
 
 
+@pytest.mark.parametrize("command", [["profile", "--out", "p.json"], ["train", "pipeline"]])
+def test_no_stages_at_the_default_quota_is_refused_by_name(command, tmp_path, monkeypatch, capsys):
+    """``--stages 0`` without ``--quota`` (``auto``: the cores shared out over the stages)
+    failed with a ZeroDivisionError's traceback until 2026-11-28."""
+    from emulation.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "--model", "vgg-mini", "--stages", "0"]) == 2
+    got = capsys.readouterr()
+    assert "--stages must be >= 1" in got.err and "Traceback" not in got.err and "profiling" not in got.out
+
+
 @pytest.mark.parametrize("args", [["--batch", "0"], ["--batch", "-4"], ["--min-time", "0"], ["--min-time", "nan"]])
 def test_profile_refuses_a_batch_or_timing_loop_below_one_before_anything_runs(args, tmp_path, capsys):
     """``--batch 0`` skipped the calibration without a word; ``-4`` failed after the layers and the
