@@ -81,7 +81,12 @@ def load(path: str) -> dict:
     # with a ZeroDivisionError's traceback, a negative one hung plan umpipe, a calibration B of
     # -4 was blamed on "--batch -4", a string failed as "could not convert string to float"
     cal = prof.get("calibration")
-    for where, v, least, whole in (
+    layers = (prof["cpu"] or {}).get("layers") if isinstance(prof["cpu"], dict) else None
+    # a layer's parameter bytes (train pipeline compares them with the model's: a string failed
+    # there with "invalid literal for int() with base 10: 'x'", naming neither file nor key)
+    sized = [(f"cpu.layers[{i}].param_bytes", L.get("param_bytes"), 0, True)
+             for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)]
+    for where, v, least, whole in (*sized,
             ("cfs_period_s", prof.get("cfs_period_s"), 0.0, False),
             ("min_microbatch", prof.get("min_microbatch"), 1, True),
             ("cpu.min_microbatch", (prof["cpu"] or {}).get("min_microbatch") if isinstance(prof["cpu"], dict)
@@ -94,7 +99,7 @@ def load(path: str) -> dict:
         bad = isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (
             whole and v != int(v)) or (v < least if whole else v <= least if least is not None else v < 0)
         if bad:
-            what = ("a whole number of at least 1" if whole else "a positive number of seconds" if least is not None
+            what = (f"a whole number of at least {least}" if whole else "a positive number of seconds" if least is not None
                     else "a number of seconds of at least 0")
             raise ValueError(f"{path}: {where} is {v!r}: it is {what}; rerun saatp profile")
     return prof

@@ -98,7 +98,7 @@ def test_plan_umpipe_names_a_profile_quota_that_is_not_a_quota(tmp_path, capsys,
     # 0: a ZeroDivisionError's traceback; -0.01: plan umpipe hung in the CFS budget simulation
     ("cfs_period_s", 0), ("cfs_period_s", -0.01), ("cfs_period_s", "x"),
     ("calibration.B", -4), ("calibration.B", "16"), ("min_microbatch", 0), ("link.latency", -1.0),
-    ("link.per_byte", "fast"),
+    ("link.per_byte", "fast"), ("cpu.layers[0].param_bytes", "x"),
 ])
 def test_plan_umpipe_names_a_profile_number_edited_into_what_no_profile_holds(tmp_path, capsys, where, value):
     """The numbers every plan reads, edited by hand into the profile, are named with their key
@@ -110,6 +110,8 @@ def test_plan_umpipe_names_a_profile_number_edited_into_what_no_profile_holds(tm
     p = two_stage_profile()
     if where == "calibration.B":
         p["calibration"] = dict(p.get("calibration") or {}, B=value)
+    elif where == "cpu.layers[0].param_bytes":
+        p["cpu"]["layers"][0]["param_bytes"] = value
     elif "." in where:
         a, b = where.split(".")
         p[a][b] = value
