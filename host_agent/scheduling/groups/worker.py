@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 import time
 
 import torch
@@ -43,7 +42,7 @@ from ..pipeline import cgroups
 from ..pipeline.stage import run_iteration
 from ..pipeline.wire import Buffers
 from ..progress import Heartbeat
-from ..rank_processes import exit_rank, join_world, put_blob, rank_main
+from ..rank_processes import end_rank, join_world, put_blob, rank_main
 from .allreduce import weighted_allreduce
 from .costs import LayerCosts, op_work, stage_needs_copy, stage_takes_ids
 from .plan import ExecPlan, Group, transfers
@@ -371,22 +370,5 @@ def main(argv: list[str] | None = None) -> int:
                      leave_world=True)
 
 
-def run_and_exit(argv: list[str] | None = None) -> None:
-    """``main`` and then :func:`~..rank_processes.exit_rank`, also when ``main`` raises: the
-    traceback goes to the log, the exit status is 1 (a ``SystemExit``'s own), and the process
-    skips the interpreter's and libtorch's teardown as a finished rank does. Until 2026-11-28 a
-    failing rank went through that teardown (minutes under a 0.1 CPU quota): when the parent had
-    been killed (SIGKILL), its ranks failed on the lost store and one was still tearing down,
-    holding its cgroup, 80 s later."""
-    try:
-        status = main(argv)
-    except SystemExit as e:
-        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException as e:  # noqa: BLE001 - every failure ends the same way, its traceback logged
-        sys.excepthook(type(e), e, e.__traceback__)
-        status = 1
-    exit_rank(status)
-
-
 if __name__ == "__main__":
-    run_and_exit()
+    end_rank(main)

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from ..progress import Heartbeat
-from ..rank_processes import exit_rank, rank_main
+from ..rank_processes import end_rank, rank_main
 from . import cgroups
 from .models import build_layers, cut, draw_batch, load_model
 from .stage import copy_input_first, run_iteration, stage_io, stage_shapes, writes_input
@@ -160,4 +160,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    exit_rank(main())
+    end_rank(main)

@@ -4,6 +4,7 @@ processes and their command line, the run options, MODULE:FN names and the resul
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -316,3 +317,65 @@ def test_result_json_is_strict_json_with_null_for_nan_and_infinity(tmp_path):
 
     got = json.loads(path.read_text(), parse_constant=refuse)
     assert got == {"loss": None, "runs": [{"t": [1.5, None, None]}], "n": 3, "pair": [None, "x"]}
+
+
+@pytest.mark.parametrize("module", ["host_agent.scheduling.groups.worker", "host_agent.scheduling.cgp.procs",
+                                    "host_agent.scheduling.pipeline.worker"])
+def test_a_failing_rank_logs_its_traceback_and_skips_the_teardown(tmp_path, module):
+    """A rank that raised (its parent killed by SIGKILL: the store gone) went through the
+    interpreter's and libtorch's teardown, which ``end_rank`` skips as ``exit_rank`` does for a
+    finished rank: under a 0.1 CPU quota a groups rank was still tearing down, holding its
+    cgroup, 80 s after its parent died; CGP's ranks took 58 s."""
+    import subprocess
+    import sys
+    cfg = tmp_path / "config.json"
+    cfg.write_text("{}")  # an empty config: the rank fails at once
+    code = ("import atexit, runpy, sys\n"
+            "atexit.register(lambda: print('TEARDOWN', flush=True))\n"  # runs only with the interpreter's teardown
+            f"sys.argv = ['rank', {str(cfg)!r}, '0']\n"
+            f"runpy.run_module({module!r}, run_name='__main__')\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "Traceback" in p.stderr and "Error" in p.stderr  # the log still says why
+    assert "TEARDOWN" not in p.stdout
+
+
+def _dead(pid: int) -> bool:
+    """Gone, or a zombie nobody has reaped yet."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_a_rank_dies_with_its_parent(tmp_path):
+    """A parent killed by SIGKILL cannot kill its ranks: they sat in the store's connect retries
+    for up to the run's timeout (300 s) while starting, or until their next store call."""
+    (tmp_path / "sleeper.py").write_text(
+        "import time\nfrom host_agent.scheduling.rank_processes import rank_main\n"
+        "if __name__ == '__main__':\n"
+        "    rank_main('sleeper', lambda cfg, r: (print('up', flush=True), time.sleep(120)))\n")
+    (tmp_path / "cfg.json").write_text("{}")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import time\nfrom host_agent.scheduling.rank_processes import RankProcesses\n"
+                               "r = RankProcesses('.', 'test'); r.start('sleeper', 'cfg.json', 1)\n"
+                               "print(r.procs[0].pid, flush=True); time.sleep(120)\n"],
+        cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+        log = tmp_path / "rank0.log"
+        deadline = time.monotonic() + 60
+        while "up" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "up" in log.read_text() and not _dead(pid)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while not _dead(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not _dead(pid):
+        os.kill(pid, signal.SIGKILL)  # do not leave it behind
+        pytest.fail("the rank outlived its parent")
