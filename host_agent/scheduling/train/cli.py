@@ -510,13 +510,14 @@ def _print(out: dict) -> None:
         ro = set(out["tuning"].get("runoff") or [])
         print(f"tuning ({out['candidates']} candidates per method, {out['tune_steps']} iterations each"
               + (f"; * = in the run-off, {2 * out['tune_steps']} iterations" if ro else "") + "):")
+        w = max([22] + [len(r["label"]) for r in out["tuning"]["runs"]])  # "umpipe #4 fill-drain M=13" is 25
         for r in out["tuning"]["runs"]:
-            print(f"  {r['label']:22s}{'*' if r['label'] in ro else ' '}{r['measured_s'] * 1e3:8.1f} ms  "
+            print(f"  {r['label']:{w}s}{'*' if r['label'] in ro else ' '}{r['measured_s'] * 1e3:8.1f} ms  "
                   f"(model {r['predicted_s'] * 1e3:7.1f}, {r['error_pct']:+5.1f}%)")
         c = out["tuning"].get("umpipe_choice")
         if c:
             print(f"  UMPIPE kept {c[c['kept']]}: {c['unequal']} was faster than its equal split {c['equal']} in "
-                  f"{c['unequal_steps_won']}/{c['steps']} paired steps (sign test p = {c['sign_test_p']:.2f}; "
+                  f"{c['unequal_steps_won']}/{c['steps']} paired steps (sign test p = {c['sign_test_p']:.3g}; "
                   f"an unequal plan needs p <= {SIGN_TEST_P}"
                   + (f"; with {c['steps']} paired steps none can pass: --tune-steps {sign_test_steps()} or more"
                      if sign_test_p(c['steps'], c['steps']) > SIGN_TEST_P else "") + ")")
@@ -627,6 +628,10 @@ def run(args: argparse.Namespace) -> int:
         schedules = list(dict.fromkeys(s for x in (args.schedule or ["umpipe"])
                                        for s in (SCHEDULES if x == "all" else (x,))))
         M = None if args.microbatches == "best" else whole_number("--microbatches", args.microbatches, "or best")
+        if M is not None and schedules == ["umpipe"]:
+            # it sets the baselines' M; until 2026-11-28 it was dropped without a word when none ran
+            print(f"note: --microbatches {M} sets the baselines' count; --schedule umpipe alone runs none "
+                  "(UMPIPE's plans choose their own microbatches)", flush=True)
         if args.batch is None:
             # the profile's B, as plan umpipe --profile takes it: until 2026-11-28 a run on a
             # profile of B = 10 trained B = 64 without a word while plan umpipe planned for 10

@@ -443,3 +443,16 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
             assert got["failed"] == phase and got["error"] == "stage 1 (exit status 1) ended the run"
             assert f"the {phase} failed; the tuning session's measurements are in {out}" in err
             assert "saatp train pipeline: stage 1 (exit status 1) ended the run" in err
+
+
+def test_microbatches_with_umpipe_alone_is_noted(capsys):
+    """``--microbatches`` sets the baselines' M; with ``--schedule umpipe`` alone it was dropped
+    without a word."""
+    from emulation.cli import main
+
+    args = ["train", "pipeline", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--microbatches", "4",
+            "--steps", "0"]  # --steps 0 stops the command before anything runs
+    assert main(args + ["--schedule", "umpipe"]) == 2
+    assert "note: --microbatches 4 sets the baselines' count; --schedule umpipe alone runs none" in capsys.readouterr().out
+    assert main(args + ["--schedule", "umpipe", "--schedule", "gpipe"]) == 2
+    assert "--microbatches 4 sets" not in capsys.readouterr().out

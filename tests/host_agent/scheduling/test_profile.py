@@ -829,6 +829,26 @@ def test_too_few_tuning_steps_for_the_sign_test_are_said(capsys):
         assert ("with 3 paired steps none can pass: --tune-steps 5 or more" in out) == said, out
 
 
+def test_the_printed_sign_test_and_tuning_table_say_what_decided(capsys):
+    """8 of 10 steps won is p = 0.0547: the line said "p = 0.05 ... needs p <= 0.05" (a
+    held-out run's gpt-mini plan), which reads as a pass; a label longer than 22 characters
+    pushed its row's figures out of their columns."""
+    from host_agent.scheduling.train import cli
+
+    runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True)]
+    _, choice = cli.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * 8 + [1.2] * 2),
+                                      dict(measured_s=1.1, iterations_s=[1.1] * 10)])
+    assert choice["kept"] == "equal" and choice["unequal_steps_won"] == 8
+    rows = [dict(label=lab, measured_s=0.1, predicted_s=0.1, error_pct=0.0)
+            for lab in ("umpipe #4 fill-drain M=13", "torch-1f1b M=4")]
+    cli._print(dict(model="m", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, candidates=2,
+                    tune_steps=10, tuning=dict(runs=rows, umpipe_choice=choice), summary=dict(runs=[])))
+    out = capsys.readouterr().out
+    assert "sign test p = 0.0547" in out
+    lines = [x for x in out.splitlines() if x.strip().startswith(("umpipe #4", "torch-1f1b"))]
+    assert len(lines) == 2 and lines[0].index(" ms") == lines[1].index(" ms")
+
+
 def test_the_split_leaves_out_stages_that_cannot_fit_the_memory_limit(tmp_path, capsys):
     """The split was chosen for time alone: under a memory limit that the time-best split's
     fullest stage cannot meet, every command said no plan fits while other splits fit."""
