@@ -81,6 +81,14 @@ class CGPConfig(QuotaRunOptions):
     # default: on the digits CNNs it measured fewer samples/s (a step's fixed part dominates)
     balance: bool = False
     s_max: int = 8  # as the simulator: with 4 the cap forces one big group whenever two workers straggle
+    # CGP: a group whose update the staleness gate holds computes up to this many more batches on
+    # the weights it has, added to the held update, instead of waiting (0: it waits, as SSP does;
+    # the ablation's "cgp-no-accumulate")
+    accumulate: int = 4
+    # CGP: a grouping with merged workers is measured (samples pushed against the model's
+    # samples/s) and undone when it delivers less than singletons did (cgp/merge_check.py; the
+    # ablation's "cgp-unchecked-merges")
+    check_merges: bool = True
     damping: str = "excess"
     lam: float = 1.0  # weight of the server's busy fraction against the workers' idle fraction
     c_push: float | None = None  # server seconds per global update; None: measured by the server each phase
@@ -114,6 +122,7 @@ class CGPConfig(QuotaRunOptions):
             ("lr", "--lr", self.lr > 0, "> 0"),
             ("R", "--R", self.R >= 1, ">= 1"),
             ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
+            ("accumulate", "--accumulate", self.accumulate >= 0, ">= 0 batches"),
             ("snapshot_s", "--snapshot", self.snapshot_s > 0, "> 0 seconds"),
             ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
         if self.cgroups:
@@ -255,6 +264,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                groupings=logs[0]["groupings"], taus=ps["taus"], decisions=ps.get("decisions", []),
                iterations=[lg["iters"] for lg in logs[:cfg.workers]],
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
+               accumulated=ps.get("accumulated"), merges_undone=ps.get("merges_undone"),
                staleness_hist=ps.get("staleness_hist"),
                phase_end_s=[lg.get("phase_end_s", 0.0) for lg in logs[:cfg.workers]],
                compute_s=[lg["compute_s"] for lg in logs[:cfg.workers]],

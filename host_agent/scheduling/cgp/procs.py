@@ -4,7 +4,9 @@ saatp) initialised through the parent's TCP store.
 
 Methods: ``cgp`` (groups from measured compute times, :func:`.grouping.segment_groups`;
 synchronous all-reduce inside a group, asynchronous pushes to the server, staleness gate and
-damping), ``asp`` (every worker its own group, no gate, no damping), ``ssp`` (every worker its
+damping; a group the gate holds computes up to ``accumulate`` more batches on the same
+weights, added to its held update, instead of waiting: the server answers ``ACCUMULATE``
+without weights), ``asp`` (every worker its own group, no gate, no damping), ``ssp`` (every worker its
 own group, the gate with ``s_max``, no damping) and ``bsp`` (one all-reduce of all workers per
 step, no server traffic).
 
@@ -24,6 +26,9 @@ server computes the grouping (:func:`.grouping.segment_groups` on each worker's 
 median of its last five compute times plus the median of its last five round trips, with a
 group's all-reduce priced as a round trip, and the server's measured time per update). A
 new grouping must lose ``switch_margin`` less of the workers' compute than the one in place.
+With ``accumulate`` the bound does not force a change (the gate keeps it at no idle cost). A
+merged grouping is measured against the model (:mod:`.merge_check`) and undone when it
+delivers less than singletons did.
 If the grouping in place stays, training goes on with no pause; only a change ends the
 phase: the server answers every group with "stop", and at the phase end (a barrier: the fast
 groups wait for the slowest to finish its iteration) it broadcasts the weights, the version,
@@ -49,12 +54,15 @@ from .. import digits
 from ..grad_vectors import grads_to_vector
 from ..pipeline import cgroups
 from ..progress import Heartbeat
-from ..rank_processes import exit_rank, join_world, rank_main
+from ..rank_processes import end_rank, join_world, rank_main
 from .grouping import (balanced_shares, group_periods, over_bound, predicted_staleness, segment_groups,
                        throughput_loss, worth_switching)
+from .merge_check import MergeCheck, merged
 from .server import ServerState
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
+# the server's answer to a push: [version, FLAG], then the weights unless FLAG is ACCUMULATE
+GO_ON, STOP, ACCUMULATE = 0, 1, 2
 tick = time.perf_counter
 
 
@@ -185,6 +193,7 @@ class Proc:
         # last decision was made
         self.lost = 0.0
         self.last_decision: float | None = None
+        self.merge_check = MergeCheck()  # server: merged groupings measured against singletons
         self.bell = 0
         self.samples = 0
         self.last_snap = -1e9
@@ -335,7 +344,10 @@ class Proc:
                 dist.send(torch.tensor([v, n, 0], dtype=torch.int64), self.ps, tag=TAG_HDR)
                 dist.send(ext, self.ps, tag=TAG_GRAD)
                 dist.recv(msg, self.ps, tag=TAG_VER)
-                dist.recv(w, self.ps, tag=TAG_W)
+                if int(msg[1]) == ACCUMULATE:  # held: the next batch on the same weights, added to it
+                    msg[1] = GO_ON
+                else:
+                    dist.recv(w, self.ps, tag=TAG_W)
                 rtt = tick() - t_push
                 self.log["pushes"] += 1
                 wv[n_param:n_param + 2] = msg.to(wv.dtype)
@@ -375,6 +387,12 @@ class Proc:
         # the staleness is predicted with the periods the server sees: with its queue's wait
         wait = float(np.median(self.waits)) if self.waits else 0.0
         s_max, margin = float(self.cfg["s_max"]), float(self.cfg["switch_margin"])
+        if int(self.cfg.get("accumulate", 0)) > 0:
+            # the gate keeps the bound, and the groups it holds accumulate instead of idling:
+            # a grouping over the bound loses no compute, so groups are formed for the server
+            # alone (forced merges of singletons over the bound cost a phase end each and then
+            # an all-reduce per step: on the held-out scenario merged groups ran 2-6x slower steps)
+            s_max = float("inf")
         bal = bool(self.cfg.get("balance", False))  # groups split their samples by speed
         gr = segment_groups(tau, float(self.cfg["lam"]), s_max, 4, c_push,
                             float(self.cfg["theta"]), comm=fallback,
@@ -382,6 +400,20 @@ class Proc:
         new = sorted((tuple(sorted(int(i) for i in g)) for g in gr.groups), key=min)
         now = self.elapsed()
         j_cur, s_cur = throughput_loss(tau, groups, c_push, fallback, wait, bal)
+        # measured against modelled (merge_check): the samples the pushes brought since the
+        # last decision against the samples/s the model gives the grouping in place
+        chk = self.merge_check
+        chk.observe(now, self.samples, groups, int(self.cfg["local_batch"]) * (1.0 - j_cur) * float(np.sum(1.0 / tau)))
+        singles = [(r,) for r in range(self.N)]
+        forced = over_bound(s_cur, s_max)
+        check = bool(self.cfg.get("check_merges", True))
+        undo = check and not forced and chk.measured_worse(now, groups)
+        if undo:  # the merged groups measured worse than singletons did: undone, at once
+            new = singles
+        elif check and merged(new) and not forced and (
+                chk.banned(now) or (chk.single_eff is None and not merged(groups))):
+            # no merge while banned, nor before singletons have been measured to compare with
+            new = singles if merged(groups) else list(groups)
         gain = j_cur - throughput_loss(tau, new, c_push, fallback, balanced=bal)[0]
         # the compute lost since the last decision, as the medians (which span it) measure it
         dt = 0.0 if self.last_decision is None else now - self.last_decision
@@ -395,7 +427,7 @@ class Proc:
         if not self.cfg.get("price_switch", True):
             cost = 0.0
         lost = self.lost
-        if new != list(groups) and self.cfg.get("objective", "throughput") == "throughput":
+        if new != list(groups) and not undo and self.cfg.get("objective", "throughput") == "throughput":
             # a change ends the phase (a barrier): keep the groups unless the new ones are
             # clearly better and the loss of staying has paid for the barrier, or the old
             # ones are over the bound
@@ -409,7 +441,8 @@ class Proc:
         self.log.setdefault("decisions", []).append({
             "version": self.state.v, "t": now, "kept": new == list(groups),
             "c_push": c_push, "comm": fallback, "wait": wait, "loss": j_cur, "predicted_s": s_cur,
-            "forced": over_bound(s_cur, s_max), "gain": gain, "lost": lost, "cost": cost,
+            "forced": forced, "gain": gain, "lost": lost, "cost": cost,
+            "efficiency": chk.efficiency(), "single_efficiency": chk.single_eff, "measured_worse": undo,
             # the staleness the server applied per group since the last decision: max, mean, count
             "seen_s": {",".join(map(str, groups[g])): [max(x), float(np.mean(x)), len(x)] for g, x in seen.items()}})
         # the damping's expected staleness per group: predicted without the queue's wait, as
@@ -422,6 +455,7 @@ class Proc:
         G = len(groups)
         leaders = [g[0] for g in groups]
         st.begin(G, expected)
+        self.merge_check.new_phase()
         R = int(self.cfg["R"])
         # only CGP regroups (ASP and SSP: one phase); its first decision after 2 versions per worker
         end_v = st.v + (R if phase > 0 else 2 * self.N) if self.mode == "cgp" else None
@@ -450,6 +484,7 @@ class Proc:
 
         def reply(replies) -> None:
             for gi, ver in replies:
+                extra[gi] = 0
                 stop = stop_now()
                 m, wc = torch.tensor([ver, int(stop)], dtype=torch.int64), st.w.clone()
                 sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
@@ -461,6 +496,10 @@ class Proc:
                     reply(st.retire(gi))
 
         stopped: set[int] = set()
+        # CGP: a group the gate holds computes up to this many more batches on the weights it
+        # has (ServerState.hold_open) instead of waiting; extra[g]: how many it has so far
+        acc_max = int(self.cfg.get("accumulate", 0)) if self.mode == "cgp" else 0
+        extra = [0] * G
         buf = torch.zeros(n_param + 2 * self.N)
         while len(stopped) < G:
             self.bell += 1
@@ -486,6 +525,12 @@ class Proc:
             self.samples += int(hdr[1])
             self.log["pushes"] += st.applied - before
             reply(replies)
+            if (acc_max and not changing and gi not in stopped and extra[gi] < acc_max
+                    and self.elapsed() < float(self.cfg["duration_s"]) and st.hold_open(gi)):
+                # held by the gate: compute another batch on the same weights rather than wait
+                extra[gi] += 1
+                m = torch.tensor([st.base[gi], ACCUMULATE], dtype=torch.int64)
+                sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
             self.service.append(tick() - ts)
             self.snapshot(st.v, st.w)
         for wk, _ in sends:
@@ -498,7 +543,8 @@ class Proc:
             torch.save(self.snaps, os.path.join(out, f"snapshots{self.rank}.pt"))
         if self.rank == self.ps and self.mode != "bsp":
             st = self.state
-            self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held, version=st.v,
+            self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held,
+                            accumulated=st.accumulated, merges_undone=self.merge_check.verdicts, version=st.v,
                             staleness_hist=np.bincount(st.staleness).tolist() if st.staleness else [])
         self.log["wall_s"] = self.elapsed()
         if self.quota:
@@ -514,4 +560,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    exit_rank(main())
+    end_rank(main)

@@ -9,6 +9,14 @@ waiting and none may go, they are all applied as one version (no deadlock, and e
 applied update's staleness stays ``<= s_max``; ``held`` counts these merges).
 The rule ``w -= lr (n / B_ref) h(s) g`` follows :mod:`.policy` (``h`` = damping of the
 staleness ``s``, ``expected[g]`` = the grouping's predicted staleness for ``excess``).
+
+**Accumulating while held** (CGP's ``accumulate``): a group whose update the gate holds may
+be told to compute another batch on the same weights (:meth:`ServerState.hold_open`) instead
+of waiting; its next push is added to the held update (the mean gradient over all their
+samples, applied as one version). While the group computes, its held update stays *open*: it
+is not applied, so every push still gets exactly one reply. This is the design's
+"accumulate while waiting" at the server's gate: the fast groups keep computing while the
+slowest catches up, and the number of versions -- the staleness -- does not grow.
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ class ServerState:
         self.staleness: list[int] = []
         self.applied = 0
         self.held = 0
+        self.accumulated = 0  # pushes added to a held update (accumulating while held)
+        self.open: set[int] = set()  # groups computing a batch to add to their held update
         self.by_group: dict[int, list[int]] = {}  # the applied staleness per group since window()
 
     def begin(self, groups: int, expected=None) -> None:
@@ -40,6 +50,7 @@ class ServerState:
         self.base = {g: self.v for g in range(groups)}
         self.expected = dict(enumerate(expected or [0.0] * groups))
         self.pending = []
+        self.open = set()
         self.by_group = {}
 
     def window(self) -> dict[int, list[int]]:
@@ -61,8 +72,29 @@ class ServerState:
             raise ValueError(f"group {group} is not in flight")
         if base != self.base[group]:
             raise ValueError(f"group {group} pushed on version {base}, the server sent it {self.base[group]}")
-        self.pending.append((group, base, n, grad))
+        self.open.discard(group)
+        for k, (g, b, m, gr) in enumerate(self.pending):
+            if g == group:  # the batch it computed while its update was held: one update of m + n samples
+                gr.mul_(m / (m + n)).add_(grad, alpha=n / (m + n))
+                self.pending[k] = (g, b, m + n, gr)
+                self.accumulated += 1
+                break
+        else:
+            self.pending.append((group, base, n, grad))
         return self.drain()
+
+    def holding(self, group: int) -> bool:
+        """Is ``group``'s update held by the gate (pushed, not applied)?"""
+        return any(g == group for g, *_ in self.pending)
+
+    def hold_open(self, group: int) -> bool:
+        """Let ``group`` compute another batch on the weights it has, to add to its held
+        update (its next :meth:`push`); until then the update is not applied. False (and
+        nothing changes) if the group has no held update."""
+        if not self.holding(group):
+            return False
+        self.open.add(group)
+        return True
 
     def drain(self) -> list[tuple[int, int]]:
         """Apply what the gate allows now; ``[(group, version)]`` to reply to."""
@@ -71,14 +103,15 @@ class ServerState:
         while progress and self.pending:
             progress = False
             for k, (g, b, nn_, gr) in enumerate(self.pending):
-                if self._allowed(g):
+                if g not in self.open and self._allowed(g):
                     self.pending.pop(k)
                     out.append(self._apply(g, b, nn_, gr))
                     progress = True
                     break
-            if not progress and len(self.pending) == len(self.base):
+            if not progress and len(self.pending) == len(self.base) and not self.open:
                 # everybody waits and none may go alone: apply them all as one version, so
-                # every staleness stays <= s_max (each was <= s_max before, by induction)
+                # every staleness stays <= s_max (each was <= s_max before, by induction);
+                # an open update's group is computing and will push (then this applies)
                 self.held += 1
                 merged = [g for g, *_ in self.pending]
                 for g, b, nn_, gr in self.pending:

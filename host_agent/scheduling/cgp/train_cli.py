@@ -32,7 +32,9 @@ ABLATION = {"cgp-no-damping": lambda c: dict(damping="none"), "cgp-inverse": lam
             # 2026-11-28 --s-max 1e9 gave "cgp-no-bound" the tighter bound of the two)
             "cgp-no-bound": lambda c: dict(s_max=max(10_000, c.s_max)),
             "cgp-barrier-every-phase": lambda c: dict(barrier_every_phase=True),
-            "cgp-balanced": lambda c: dict(balance=True)}
+            "cgp-balanced": lambda c: dict(balance=True),
+            "cgp-no-accumulate": lambda c: dict(accumulate=0),
+            "cgp-unchecked-merges": lambda c: dict(check_merges=False)}
 
 
 def time_ratio(c: dict) -> str:
@@ -51,7 +53,9 @@ def time_ratio(c: dict) -> str:
 COUNTERPART = {"cgp-balanced": lambda c: ("cgp-equal-batches", dict(balance=False)),
                "cgp-no-damping": lambda c: ("cgp-excess-damping", dict(damping="excess")),
                "cgp-inverse": lambda c: ("cgp-excess-damping", dict(damping="excess")),
-               "cgp-no-bound": lambda c: (f"cgp-bound-{CGPConfig.s_max}", dict(s_max=CGPConfig.s_max))}
+               "cgp-no-bound": lambda c: (f"cgp-bound-{CGPConfig.s_max}", dict(s_max=CGPConfig.s_max)),
+               "cgp-no-accumulate": lambda c: (f"cgp-accumulate-{CGPConfig.accumulate}",
+                                               dict(accumulate=CGPConfig.accumulate))}
 
 
 def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
@@ -117,6 +121,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="server versions between CGP's regrouping decisions (BSP: steps per phase)")
     p.add_argument("--s-max", type=int, default=8, help="staleness bound of cgp and ssp (default 8)")
     p.add_argument("--damping", default="excess", choices=("excess", "none", "inverse", "sqrt"))
+    p.add_argument("--accumulate", type=int, default=CGPConfig.accumulate, metavar="N",
+                   help="cgp: a group the staleness gate holds computes up to N more batches on its weights, "
+                        f"added to the held update, instead of waiting (0: it waits; default {CGPConfig.accumulate})")
     p.add_argument("--target", type=float, default=0.9, help="target test accuracy (default 0.9)")
     p.add_argument("--snapshot", type=float, default=CGPConfig.snapshot_s,
                    help="seconds of training between the model's test-accuracy snapshots, the resolution of a time "
@@ -134,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         base = CGPConfig(workers=len(opts["base_quotas"]), ps_quota=args.ps_quota, slot_s=args.slot,
                          duration_s=args.duration, local_batch=args.batch, lr=args.lr, R=args.R,
                          s_max=args.s_max, damping=args.damping, snapshot_s=args.snapshot,
-                         balance=args.balance, **opts)
+                         balance=args.balance, accumulate=args.accumulate, **opts)
         methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
         plans = {m: replace(base, mode=m) for m in methods}
         if args.ablation:

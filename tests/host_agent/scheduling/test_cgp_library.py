@@ -293,7 +293,11 @@ def test_the_ablation_changes_one_mechanism_each():
     from host_agent.scheduling.cgp.train_cli import ablation_configs
     base = CGPConfig(mode="asp", R=12, damping="excess", s_max=8)
     got = ablation_configs(base)
-    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase", "cgp-balanced"}
+    assert set(got) == {"cgp-no-damping", "cgp-inverse", "cgp-no-bound", "cgp-barrier-every-phase", "cgp-balanced",
+                        "cgp-no-accumulate", "cgp-unchecked-merges"}
+    assert not got["cgp-unchecked-merges"].check_merges and base.check_merges
+    assert got["cgp-no-accumulate"].accumulate == 0 and base.accumulate > 0
+    assert got["cgp-no-damping"].accumulate == base.accumulate
     assert not base.balance and got["cgp-balanced"].balance and not got["cgp-no-bound"].balance
     assert all(c.mode == "cgp" for c in got.values())
     assert got["cgp-barrier-every-phase"].barrier_every_phase and got["cgp-barrier-every-phase"].R == 12
@@ -323,7 +327,7 @@ def test_an_ablation_variant_the_runs_options_already_make_runs_its_counterpart(
     assert got["cgp-inverse"].damping == "inverse" and got["cgp-balanced"].balance
     got = ablation_configs(CGPConfig(damping="inverse", s_max=20_000))
     assert got["cgp-no-damping"].damping == "none" and got["cgp-excess-damping"].damping == "excess"
-    assert got["cgp-bound-8"].s_max == 8 and "cgp-no-bound" not in got and len(got) == 5
+    assert got["cgp-bound-8"].s_max == 8 and "cgp-no-bound" not in got and len(got) == 7
 
 
 def test_the_servers_queue_wait_lowers_the_predicted_staleness_and_the_forced_switch():
@@ -371,14 +375,17 @@ def _deciding_server(cfg_over=None):
     """A server-side Proc with its measurements set by hand (no processes, no world)."""
     from collections import deque
 
+    from host_agent.scheduling.cgp.merge_check import MergeCheck
     from host_agent.scheduling.cgp.procs import Proc
     p = Proc.__new__(Proc)
     # equal local batches in a group (balance False): the rent-or-buy figures below are of
     # that period model; a balanced decision is tested on its own
+    # the model's decisions alone: the measured check of merges is tested in test_cgp_merge_check.py
     p.cfg = {"s_max": 8, "switch_margin": 0.05, "lam": 1.0, "theta": 0.3, "objective": "throughput",
-             "c_push": 0.0036, "balance": False}
+             "c_push": 0.0036, "balance": False, "local_batch": 32, "check_merges": False}
     p.cfg.update(cfg_over or {})
-    p.N, p.log, p.now = 4, {"taus": []}, 0.0
+    p.N, p.log, p.now, p.samples = 4, {"taus": []}, 0.0, 0
+    p.merge_check = MergeCheck()
     p.elapsed = lambda: p.now
     p.recent = [deque(maxlen=5) for _ in range(4)]
     p.round_trips = [deque(maxlen=5) for _ in range(4)]
@@ -615,9 +622,10 @@ def test_the_members_of_a_balanced_group_split_its_samples_step_by_step(tmp_path
     import json
 
     from host_agent.scheduling.cgp.library import CGPConfig, train_cgp
+    # accumulate=0: the bound forces the merge (accumulating, the gate would keep it instead)
     res = train_cgp("host_agent.scheduling.digits:cnn", "digits",
                     CGPConfig(mode="cgp", base_quotas=(0.5, 0.5, 0.5), duration_s=3.0, R=4, s_max=0,
-                              cgroups=False, snapshot_s=0.5, balance=balance), log_dir=str(tmp_path))
+                              cgroups=False, snapshot_s=0.5, balance=balance, accumulate=0), log_dir=str(tmp_path))
     assert [0, 1, 2] in [sorted(x) for g in res["groupings"][1:] for x in g["groups"]]
     shares = [json.load(open(tmp_path / f"rank{r}.json")).get("shares", []) for r in range(3)]
     if not balance:
