@@ -182,9 +182,11 @@ class RankProcesses:
         """The ranks that have exited with a non-zero status."""
         return [r for r, p in enumerate(self.procs) if p.poll() not in (None, 0)]
 
-    def exits(self, noun: str = "rank") -> str:
-        """How the failed ranks ended: ``"rank 1 (killed by SIGKILL), rank 2 (exit status 1)"``."""
-        return ", ".join(f"{noun} {r} ({how_ended(self.procs[r].returncode)})" for r in self.failed_ranks())
+    def exits(self, noun: str = "rank", ranks: list[int] | None = None) -> str:
+        """How ``ranks`` (default: the failed ones) ended: ``"rank 1 (killed by SIGKILL), rank 2
+        (exit status 1)"``."""
+        which = self.failed_ranks() if ranks is None else ranks
+        return ", ".join(f"{noun} {r} ({how_ended(self.procs[r].returncode)})" for r in which)
 
     def settle(self, seconds: float = 2.0) -> None:
         """After a rank's failure: give the others up to ``seconds`` to exit too. A rank's

@@ -40,7 +40,7 @@ from ..groups.quotas import (
     warn_trace_not_applied,
 )
 from ..progress import StallWatch
-from ..rank_processes import RankFailure, RankProcesses, host_store, how_ended
+from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .policy import damping
@@ -208,8 +208,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                       file=sys.stderr, flush=True)
             bad = [r for r in ranks.failed_ranks() if r not in late]
             if bad:
-                how = ", ".join(f"process {r} ({how_ended(ranks.procs[r].returncode)})" for r in bad)
-                print(f"warning: train_cgp ({cfg.mode}): {how} ended so after every process wrote its results "
+                print(f"warning: train_cgp ({cfg.mode}): {ranks.exits('process', bad)} ended so after every process wrote its results "
                       f"(they are complete)", file=sys.stderr, flush=True)
         elif ranks.failed():
             ranks.settle()

@@ -484,9 +484,8 @@ class Proc:
 
         def reply(replies) -> None:
             for gi, ver in replies:
-                extra[gi] = 0
                 stop = stop_now()
-                m, wc = torch.tensor([ver, int(stop)], dtype=torch.int64), st.w.clone()
+                m, wc = torch.tensor([ver, STOP if stop else GO_ON], dtype=torch.int64), st.w.clone()
                 sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
                 sends.append((dist.isend(wc, leaders[gi], tag=TAG_W), wc))
                 if stop:
@@ -497,9 +496,8 @@ class Proc:
 
         stopped: set[int] = set()
         # CGP: a group the gate holds computes up to this many more batches on the weights it
-        # has (ServerState.hold_open) instead of waiting; extra[g]: how many it has so far
+        # has (ServerState.hold_open) instead of waiting
         acc_max = int(self.cfg.get("accumulate", 0)) if self.mode == "cgp" else 0
-        extra = [0] * G
         buf = torch.zeros(n_param + 2 * self.N)
         while len(stopped) < G:
             self.bell += 1
@@ -525,10 +523,9 @@ class Proc:
             self.samples += int(hdr[1])
             self.log["pushes"] += st.applied - before
             reply(replies)
-            if (acc_max and not changing and gi not in stopped and extra[gi] < acc_max
-                    and self.elapsed() < float(self.cfg["duration_s"]) and st.hold_open(gi)):
+            if (acc_max and not changing and gi not in stopped
+                    and self.elapsed() < float(self.cfg["duration_s"]) and st.hold_open(gi, acc_max)):
                 # held by the gate: compute another batch on the same weights rather than wait
-                extra[gi] += 1
                 m = torch.tensor([st.base[gi], ACCUMULATE], dtype=torch.int64)
                 sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
             self.service.append(tick() - ts)

@@ -43,6 +43,7 @@ class ServerState:
         self.held = 0
         self.accumulated = 0  # pushes added to a held update (accumulating while held)
         self.open: set[int] = set()  # groups computing a batch to add to their held update
+        self.extra: dict[int, int] = {}  # per group: the batches added to its held update so far
         self.by_group: dict[int, list[int]] = {}  # the applied staleness per group since window()
 
     def begin(self, groups: int, expected=None) -> None:
@@ -50,7 +51,7 @@ class ServerState:
         self.base = {g: self.v for g in range(groups)}
         self.expected = dict(enumerate(expected or [0.0] * groups))
         self.pending = []
-        self.open = set()
+        self.open, self.extra = set(), {}
         self.by_group = {}
 
     def window(self) -> dict[int, list[int]]:
@@ -78,20 +79,22 @@ class ServerState:
                 gr.mul_(m / (m + n)).add_(grad, alpha=n / (m + n))
                 self.pending[k] = (g, b, m + n, gr)
                 self.accumulated += 1
+                self.extra[group] += 1
                 break
         else:
             self.pending.append((group, base, n, grad))
+            self.extra[group] = 0
         return self.drain()
 
     def holding(self, group: int) -> bool:
         """Is ``group``'s update held by the gate (pushed, not applied)?"""
         return any(g == group for g, *_ in self.pending)
 
-    def hold_open(self, group: int) -> bool:
+    def hold_open(self, group: int, most: int) -> bool:
         """Let ``group`` compute another batch on the weights it has, to add to its held
         update (its next :meth:`push`); until then the update is not applied. False (and
-        nothing changes) if the group has no held update."""
-        if not self.holding(group):
+        nothing changes) if the group has no held update, or ``most`` batches were added to it."""
+        if not self.holding(group) or self.extra[group] >= most:
             return False
         self.open.add(group)
         return True

@@ -29,7 +29,7 @@ import torch
 from .. import digits
 from ..fn_specs import spec_of
 from ..progress import StallWatch
-from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store, how_ended
+from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .checks import check_layers_share_no_parameter, check_model_on_data, least_batch
@@ -170,8 +170,8 @@ def _wait_all(store, keys, ranks: RankProcesses, timeout_s, watch: StallWatch | 
             ranks.settle()
             # how each ended (until 2026-11-28 only which: a worker killed by SIGKILL, or by the
             # kernel's OOM killer, read as one that failed on its own, with an empty log)
-            how = ", ".join(f"worker {r} ({how_ended(ranks.procs[r].returncode)})" for r in ranks.exited())
-            raise RankFailure(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited: {how}")
+            raise RankFailure(f"worker(s) {ranks.exited()} of {len(ranks.procs)} exited: "
+                              f"{ranks.exits('worker', ranks.exited())}")
         if time.monotonic() > deadline:
             raise RankFailure(f"timed out after {timeout_s:g} s waiting for process(es) {missing} "
                               f"({', '.join(keys[r] for r in missing)})")

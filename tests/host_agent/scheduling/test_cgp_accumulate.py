@@ -19,7 +19,7 @@ def _held_fast_group(s_max: int = 1) -> ServerState:
 
 def test_a_held_update_takes_the_batches_computed_while_held_as_one_version_of_their_mean():
     st = _held_fast_group()
-    assert st.holding(0) and st.hold_open(0)
+    assert st.holding(0) and st.hold_open(0, 4)
     assert st.push(1, 0, 1, torch.ones(1)) == [(1, 2)]  # the slow group catches up
     assert st.holding(0)  # open: not applied while group 0 computes its extra batch
     # the extra batch of 3 samples, gradient 5: the held update becomes 4 samples, mean 4
@@ -35,25 +35,36 @@ def test_an_open_update_is_not_applied_by_the_everybody_waits_rule_until_its_gro
     st.begin(2)
     # s_max 0: each group's update would leave the other behind
     assert st.push(0, 0, 1, torch.ones(1)) == []
-    assert st.hold_open(0)
+    assert st.hold_open(0, 4)
     assert st.push(1, 0, 1, torch.ones(1)) == []  # group 0 is computing: no merged step yet
     assert st.held == 0
     out = st.push(0, 0, 1, torch.ones(1))  # its batch arrives: both go as one version
     assert sorted(out) == [(0, 1), (1, 1)] and st.held == 1 and st.accumulated == 1
 
 
+def test_a_held_update_takes_at_most_the_given_number_of_batches_then_waits():
+    st = _held_fast_group()
+    for _ in range(2):
+        assert st.hold_open(0, 2)
+        assert st.push(0, 1, 1, torch.ones(1)) == []  # still held: group 1 has not caught up
+    assert not st.hold_open(0, 2) and st.accumulated == 2  # two added: it waits now
+    assert st.push(1, 0, 1, torch.ones(1)) == [(1, 2), (0, 3)]  # the slow group releases it
+    # its next update is held again (group 1 is 2 behind): a new held update counts afresh
+    assert st.push(0, 3, 1, torch.ones(1)) == [] and st.hold_open(0, 2)
+
+
 def test_hold_open_is_refused_for_a_group_without_a_held_update():
     st = ServerState(torch.zeros(1), lr=1.0, B_ref=1, s_max=4, damping_kind="none")
     st.begin(2)
     assert st.push(0, 0, 1, torch.ones(1)) == [(0, 1)]
-    assert not st.hold_open(0) and not st.open
+    assert not st.hold_open(0, 4) and not st.open
     with pytest.raises(ValueError, match="pushed on version 0"):
         st.push(0, 0, 1, torch.ones(1))  # the applied update re-based the group
 
 
 def test_a_new_phase_forgets_open_updates():
     st = _held_fast_group()
-    st.hold_open(0)
+    st.hold_open(0, 4)
     st.begin(2)
     assert not st.open and not st.pending
 

@@ -336,6 +336,7 @@ def test_the_executor_refuses_a_model_too_narrow_for_the_labels_in_the_parent(tm
 
 def test_a_failed_worker_is_reported_with_every_rank_that_exited():
     from host_agent.scheduling.groups.executor import _wait_all
+    from host_agent.scheduling.rank_processes import RankProcesses
 
     class Store:
         def check(self, keys):
@@ -348,6 +349,7 @@ def test_a_failed_worker_is_reported_with_every_rank_that_exited():
     class Ranks:
         procs = [Proc(1), Proc(1), Proc(1), Proc(-9)]  # rank 3 killed by SIGKILL, the others failed after it
         settled = False
+        exits = RankProcesses.exits  # the wording under test
 
         def settle(self):  # RankProcesses.settle: the others exit a moment later
             self.settled = True
