@@ -325,6 +325,8 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
                             if "predicted_profile_s" in r else {}),
                          loss=m["losses"][-1] if m["losses"] else None, rows=r.get("rows"), M=r.get("M"),
                          kind=r.get("kind"), equal=r.get("equal"),
+                         # what it executed: runs with one config ran the same ops, measured once
+                         **({"config": run_key(r)} if "schedule" in r else {}),
                          **({"as_baseline": r["as_baseline"]} if r.get("as_baseline") else {})))
     best, key = {}, {}
     for r, run in zip(rows, runs):
