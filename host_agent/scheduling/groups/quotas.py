@@ -110,8 +110,8 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
             top, low = max(r[1] for r in rows), min(r[1] for r in rows)
             # a trace that numbers the devices from 1 (never naming device 0) one past the run's last:
             # until 2026-11-28 the error asked for one more --quotas value and did not say why
-            from_1 = (f"; devices are numbered from 0 and the trace never names device 0: if it numbers them "
-                      f"from 1, subtract 1 from its devices") if low >= 1 and top == n else ""
+            from_1 = ("; devices are numbered from 0 and the trace never names device 0: if it numbers them "
+                      "from 1, subtract 1 from its devices") if low >= 1 and top == n else ""
             raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {noun} ({have}); it names "
                              f"devices up to {top}: the run has as many {noun} as --quotas has base quotas, so one "
                              f"of all the trace's devices needs {top + 1} values{from_1}")

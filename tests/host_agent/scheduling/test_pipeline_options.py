@@ -287,7 +287,7 @@ def test_umpipes_reported_plan_is_always_among_its_measured_candidates():
     UMPIPE candidates started from the pool's fastest prediction, so a near-tie with more
     microbatches could leave the reported plan unmeasured (and --candidates 1 ran another)."""
     from host_agent.scheduling.costmodel import PipelineCosts
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import candidates
     from host_agent.scheduling.umpipe import family
 
     c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
@@ -299,10 +299,10 @@ def test_umpipes_reported_plan_is_always_among_its_measured_candidates():
     # the fewer microbatches)
     slower = pool[1]
     fam2 = family.PlanFamily(slower, None, None, fam.gpipe_best, fam.f1b_best, baselines=fam.baselines, top=fam.top)
-    assert not family.same_plan(cli.spread_by_count(pool, 1, lambda x: max(map(len, x.rows)))[0], slower)
-    assert family.same_plan(cli.umpipe_candidates(c, fam2, 1)[0], slower)  # --candidates 1: the model's choice
+    assert not family.same_plan(candidates.spread_by_count(pool, 1, lambda x: max(map(len, x.rows)))[0], slower)
+    assert family.same_plan(candidates.umpipe_candidates(c, fam2, 1)[0], slower)  # --candidates 1: the model's choice
     for k in (2, 3):
-        got = cli.umpipe_candidates(c, fam2, k)
+        got = candidates.umpipe_candidates(c, fam2, k)
         assert any(family.same_plan(x, slower) for x in got) and len(got) == k
         assert [x.predicted_s for x in got] == sorted(x.predicted_s for x in got)
 
@@ -374,9 +374,9 @@ def test_train_pipeline_on_a_profile_trains_the_profiles_batch_by_default(tmp_pa
 @pytest.mark.parametrize("times", [[0.005, 0.034], [0.02, 0.01, 0.05], [0.3, 0.1, 0.2, 0.9, 0.4]])
 def test_the_reported_quartiles_lie_between_the_least_and_the_most_time_measured(times):
     # --steps 2 reported q1..q3 "-3.5..42.6" ms for iterations of 5.3 and 34 ms (extrapolated)
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import tuning
 
-    sp = cli._spread(times)
+    sp = tuning.spread_of(times)
     assert min(times) <= sp["q1_s"] <= sp["median_s"] <= sp["q3_s"] <= max(times)
     assert (sp["min_s"], sp["max_s"], sp["n"]) == (min(times), max(times), len(times))
 

@@ -244,15 +244,15 @@ def test_link_latency_is_measured_from_blocked_receivers():
 
 
 def test_each_method_gets_the_same_number_of_model_chosen_candidates():
-    from host_agent.scheduling.costmodel import PipelineCosts
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.costmodel import PipelineCosts, equal_sizes
+    from host_agent.scheduling.train import candidates, tuning
     from host_agent.scheduling.umpipe import family
 
     c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
                                   send_lat=0.002, tail=0.01)
     c.info.update(static_bytes=[0.0] * 4, stash_bytes_per_sample=[1.0] * 4, cuts=[1, 2, 3])
     fam = family.plan(c, mmax=8, pop=16, gens=5, evals=100, dual_check=False, top=3)
-    runs = cli.candidate_runs(c, fam, list(cli.SCHEDULES), 3, 8)
+    runs = candidates.candidate_runs(c, fam, list(candidates.SCHEDULES), 3, 8)
     by = {}
     for r in runs:
         by.setdefault(r["family"], []).append(r)
@@ -260,21 +260,21 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     # measures, so that no baseline can keep a configuration UMPIPE's tuning did not see
     extra = [r for r in by["umpipe"] if r.get("as_baseline")]
     by["umpipe"] = [r for r in by["umpipe"] if not r.get("as_baseline")]
-    assert sorted(by) == sorted(cli.SCHEDULES) and all(len(v) == 3 for v in by.values())
+    assert sorted(by) == sorted(candidates.SCHEDULES) and all(len(v) == 3 for v in by.values())
     measured = {(r["kind"], str([list(x) for x in r["rows"]])) for r in by["umpipe"] + extra}
-    for f in cli.BASELINES:
+    for f in candidates.BASELINES:
         for r in by[f]:
-            assert (r["kind"], str([cli.equal_sizes(24, r["M"])] * 4)) in measured, r["label"]
+            assert (r["kind"], str([equal_sizes(24, r["M"])] * 4)) in measured, r["label"]
     assert extra and all(r["equal"] and r["schedule"] == "ours" for r in extra)
     assert len(measured) == len(by["umpipe"]) + len(extra)  # none measured twice
     assert runs.index(extra[0]) == runs.index(by["umpipe"][-1]) + 1  # listed with UMPIPE's own
-    assert not any(r.get("as_baseline") for r in cli.candidate_runs(c, fam, ["umpipe", "torch-1f1b"], 1, 8))
+    assert not any(r.get("as_baseline") for r in candidates.candidate_runs(c, fam, ["umpipe", "torch-1f1b"], 1, 8))
     # the same splits when UMPIPE runs alone: what it measures does not depend on the baselines
     # the session runs (a judge may time each schedule in a command of its own)
-    alone = cli.candidate_runs(c, fam, ["umpipe"], 3, 8)
+    alone = candidates.candidate_runs(c, fam, ["umpipe"], 3, 8)
     assert {(r["kind"], str(r["rows"])) for r in alone} == {(r["kind"], str(r["rows"])) for r in by["umpipe"] + extra}
     # with --microbatches a count torch cannot run (5 does not divide 24) only torch's splits are left out
-    five = cli.candidate_runs(c, fam, ["umpipe"], 3, 8, M=5)
+    five = candidates.candidate_runs(c, fam, ["umpipe"], 3, 8, M=5)
     assert {r["as_baseline"] for r in five if r.get("as_baseline")} <= {"gpipe M=5", "1f1b M=5"}
     assert all(24 % r["M"] == 0 for f in ("torch-gpipe", "torch-1f1b") for r in by[f])
     assert all(r["M"] >= 4 for r in by["torch-1f1b"])
@@ -292,7 +292,7 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     assert by["umpipe"][0]["predicted_s"] <= min(by["gpipe"][0]["predicted_s"], by["1f1b"][0]["predicted_s"]) + 1e-12
     # the summary pairs UMPIPE's iterations with the best baseline's, step by step
     pick = [by["umpipe"][0], by["gpipe"][0]]
-    s = cli.summarize(pick, [dict(iteration_s=[1.0, 1.0, 2.0], losses=[0.1]),
+    s = tuning.summarize(pick, [dict(iteration_s=[1.0, 1.0, 2.0], losses=[0.1]),
                              dict(iteration_s=[1.1, 0.9, 2.4], losses=[0.1])])
     v = s["umpipe_vs_best_baseline"]
     assert v["baseline"] == pick[1]["label"] and v["steps_won"] == 2 and v["steps"] == 3
@@ -306,7 +306,7 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
     import argparse
 
     from host_agent.scheduling.costmodel import PipelineCosts
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import cli, tuning
 
     rows = [[4, 4]] * 2
     orders = [[("F", 0), ("F", 1), ("B", 0), ("B", 1)], [("F", 0), ("B", 0), ("F", 1), ("B", 1)]]
@@ -330,7 +330,7 @@ def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
     got = cli._session(c, args, runs, 3, [None, None])
     assert launched == [["umpipe #1 1f1b", "gpipe M=2", "torch-1f1b M=2"]]  # 1f1b M=2 is umpipe's run
     assert got[0] is got[1] and got[2] is not got[0]
-    v = cli.summarize(runs, got)["umpipe_vs_best_baseline"]
+    v = tuning.summarize(runs, got)["umpipe_vs_best_baseline"]
     assert v["baseline"] == "1f1b M=2" and v["same_configuration"]
     assert v["speedup_pct"] == 0.0 and v["steps_won"] == 0
 
@@ -339,7 +339,7 @@ def test_a_stale_profile_is_reported(capsys):
     """The session's times of the configurations the profile's calibration measured (our GPipe
     and 1F1B, same B, split and M) against the calibration's: measured over measured, no model.
     Beyond 10 % a warning says to profile again."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import cli, drift, tuning
 
     Q, RUN = [0.3, 0.3], dict(quotas=[0.3, 0.3], backend="gloo")
     prof = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[dict(label="gpipe M=1", measured_s=1.0),
@@ -350,7 +350,7 @@ def test_a_stale_profile_is_reported(capsys):
             dict(label="1f1b M=3", family="1f1b", measured_s=9.0),  # not calibrated: left out
             dict(label="umpipe #1 1f1b", family="umpipe", measured_s=9.0),
             dict(label="1f1b M=4", family="torch-1f1b", measured_s=9.0)]  # torch's, whatever its label
-    d = cli.host_drift(prof, 8, [1], rows, **RUN)
+    d = drift.host_drift(prof, 8, [1], rows, **RUN)
     assert d["configurations"] == ["gpipe M=1", "1f1b M=2"] and d["median_pct"] == pytest.approx(-22.5)
     # UMPIPE's equal splits and torch's schedules are the calibration's configurations too
     # (a session of UMPIPE against torch's schedules compared nothing until 2026-11-28)
@@ -360,17 +360,17 @@ def test_a_stale_profile_is_reported(capsys):
             dict(label="umpipe #1 1f1b", family="umpipe", kind="1f1b", rows=[[3, 3, 2], [2, 2, 2, 2]], measured_s=1.0),
             dict(label="umpipe #2 fill-drain", family="umpipe", kind="fill-drain", rows=[[8]] * 2, measured_s=0.9),
             dict(label="torch-gpipe M=2", family="torch-gpipe", M=2, measured_s=3.2)]
-    d3 = cli.host_drift(cal3, 8, [1], only, **RUN)
+    d3 = drift.host_drift(cal3, 8, [1], only, **RUN)
     assert d3["configurations"] == ["1f1b M=4", "gpipe M=1", "torch-gpipe M=2"]
     assert d3["median_pct"] == pytest.approx(-20.0)
-    assert cli.host_drift(prof, 16, [1], rows, **RUN) is None and cli.host_drift(prof, 8, [2], rows, **RUN) is None
-    assert cli.host_drift({}, 8, [1], rows, **RUN) is None
+    assert drift.host_drift(prof, 16, [1], rows, **RUN) is None and drift.host_drift(prof, 8, [2], rows, **RUN) is None
+    assert drift.host_drift({}, 8, [1], rows, **RUN) is None
     # other quotas or another backend than the calibration's: not the same configurations (a run
     # at 0.3 CPU on a profile taken at 0.5 was "68 % slower: run saatp profile again")
-    assert cli.host_drift(prof, 8, [1], rows, quotas=[0.5, 0.3], backend="gloo") is None
-    assert cli.host_drift(prof, 8, [1], rows, quotas=Q, backend="saatp") is None
-    assert cli.host_drift(dict(prof, backend="saatp"), 8, [1], rows, quotas=Q, backend="saatp") is not None
-    s = cli.summarize([dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2,
+    assert drift.host_drift(prof, 8, [1], rows, quotas=[0.5, 0.3], backend="gloo") is None
+    assert drift.host_drift(prof, 8, [1], rows, quotas=Q, backend="saatp") is None
+    assert drift.host_drift(dict(prof, backend="saatp"), 8, [1], rows, quotas=Q, backend="saatp") is not None
+    s = tuning.summarize([dict(schedule="torch-1f1b", label="torch-1f1b M=2", family="torch-1f1b", M=2,
                             predicted_s=1.0)], [dict(iteration_s=[1.0] * 3, losses=[0.1])])
     out = dict(model="vgg-mini", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile="p.json",
                summary=s, tuning=None, host_drift=d)
@@ -394,12 +394,12 @@ def test_a_stale_profile_is_reported(capsys):
     rows = [dict(label="gpipe M=1", family="gpipe", measured_s=0.0089),
             dict(label="gpipe M=2", family="gpipe", measured_s=0.030),
             dict(label="1f1b M=2", family="1f1b", measured_s=0.0105)]
-    d = cli.host_drift(noisy, 8, [1], rows, **RUN)
+    d = drift.host_drift(noisy, 8, [1], rows, **RUN)
     assert abs(d["median_pct"]) > 10 and not d["stale"] and (d["moved"], d["compared"]) == (0, 3)
     rows[2]["measured_s"] = 0.015  # outside 9.9-10.6 ms and 46 % slower, but alone
-    assert not cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
+    assert not drift.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
     rows[1]["measured_s"] = 0.045  # two of three moved, the same way
-    assert cli.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
+    assert drift.host_drift(noisy, 8, [1], rows, **RUN)["stale"]
 
 
 def test_a_measurement_shared_by_several_rows_counts_once_in_the_drift():
@@ -408,7 +408,7 @@ def test_a_measurement_shared_by_several_rows_counts_once_in_the_drift():
     Until 2026-11-28 a 5-stage MLP's tuning session, which measured 4 of the calibration's
     configurations, said "8 of 8 outside the calibration's range"; here a configuration three
     rows shared outvoted two that did not move."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import drift
 
     Q = [0.3, 0.3]
     prof = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[
@@ -423,30 +423,30 @@ def test_a_measurement_shared_by_several_rows_counts_once_in_the_drift():
                  measured_s=0.7, iterations_s=moved),
             dict(label="gpipe M=2", family="gpipe", measured_s=1.0, iterations_s=[1.0, 1.0, 1.0]),
             dict(label="1f1b M=2", family="1f1b", measured_s=1.0, iterations_s=[1.0, 0.99, 1.0])]
-    d = cli.host_drift(prof, 8, [1], rows, quotas=Q, backend="gloo")
+    d = drift.host_drift(prof, 8, [1], rows, quotas=Q, backend="gloo")
     assert (d["compared"], d["moved"]) == (3, 1) and d["median_pct"] == pytest.approx(0.0) and not d["stale"]
     # the same configuration in another session (tuning, then final) is another measurement
     again = dict(rows[1], iterations_s=[0.69, 0.7, 0.71])
-    assert cli.host_drift(prof, 8, [1], rows + [again], quotas=Q, backend="gloo")["compared"] == 4
+    assert drift.host_drift(prof, 8, [1], rows + [again], quotas=Q, backend="gloo")["compared"] == 4
 
 
 def test_a_stale_profiles_predictions_are_scaled_by_the_tuning_sessions_drift(capsys):
     """The final session's predictions take the host speed the tuning session measured on the
     calibration's configurations, when the profile is stale; the model's own stay in the JSON."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import cli, drift, tuning
 
     runs = [dict(label="umpipe #1 1f1b", family="umpipe", predicted_s=0.140, schedule="ours", rows=[[6] * 4] * 3,
                  orders=[]),
             dict(label="torch-1f1b M=4", family="torch-1f1b", predicted_s=0.150, schedule="torch-1f1b", M=4)]
-    assert cli.rescale_for_drift(runs, None) is None
-    assert cli.rescale_for_drift(runs, dict(median_pct=-15.0, stale=False, configurations=[], compared=3,
+    assert drift.rescale_for_drift(runs, None) is None
+    assert drift.rescale_for_drift(runs, dict(median_pct=-15.0, stale=False, configurations=[], compared=3,
                                             moved=1)) is None
     assert runs[0]["predicted_s"] == 0.140 and "predicted_profile_s" not in runs[0]
-    k = cli.rescale_for_drift(runs, dict(median_pct=-15.0, stale=True, configurations=["1f1b M=4"], compared=3,
+    k = drift.rescale_for_drift(runs, dict(median_pct=-15.0, stale=True, configurations=["1f1b M=4"], compared=3,
                                          moved=3))
     assert k["factor"] == pytest.approx(0.85)
     assert runs[0]["predicted_s"] == pytest.approx(0.119) and runs[0]["predicted_profile_s"] == 0.140
-    s = cli.summarize(runs, [dict(iteration_s=[0.12] * 3, losses=[0.1]), dict(iteration_s=[0.12] * 3, losses=[0.1])])
+    s = tuning.summarize(runs, [dict(iteration_s=[0.12] * 3, losses=[0.1]), dict(iteration_s=[0.12] * 3, losses=[0.1])])
     row = s["runs"][0]
     assert row["error_pct"] == pytest.approx(-100 / 120) and row["error_profile_pct"] == pytest.approx(100 * 20 / 120)
     out = dict(model="gpt-mini", stages=3, B=24, cuts=[4, 5], quotas=[0.45, 0.2, 0.3], load_average={},
@@ -463,14 +463,14 @@ def test_a_stale_profiles_predictions_are_scaled_by_the_tuning_sessions_drift(ca
                   predicted_s=0.101, iterations_s=[0.1]),  # the same measurement: counted once
              dict(label="gpipe M=2", family="gpipe", measured_s=0.2, predicted_s=0.19, iterations_s=[0.2]),
              dict(label="1f1b M=3", family="1f1b", measured_s=0.5, predicted_s=0.1, iterations_s=[0.5])]  # not compared
-    k2 = cli.rescale_for_drift(runs2, dict(median_pct=-28.0, stale=True, configurations=["1f1b M=4", "gpipe M=2"],
+    k2 = drift.rescale_for_drift(runs2, dict(median_pct=-28.0, stale=True, configurations=["1f1b M=4", "gpipe M=2"],
                                            compared=2, moved=2), tuned, 24)
     assert k2["from_model_error"] and k2["factor"] == pytest.approx((0.100 / 0.101 + 0.2 / 0.19) / 2)
     assert runs2[0]["predicted_s"] == pytest.approx(0.140 * k2["factor"])
 
 
 def test_a_methods_candidates_spread_over_microbatch_counts():
-    from host_agent.scheduling.train.cli import spread_by_count
+    from host_agent.scheduling.train.candidates import spread_by_count
     ms = [13, 14, 15, 12, 8, 4, 16, 2]  # fastest by the model first
     assert spread_by_count(ms, 3, lambda m: m) == [13, 8, 4]  # 13, then >= 1.5x away from all kept
     assert spread_by_count(ms, 1, lambda m: m) == [13]
@@ -480,7 +480,7 @@ def test_a_methods_candidates_spread_over_microbatch_counts():
 
 def test_umpipe_measures_its_equal_split_only_beside_an_unequal_best():
     from host_agent.scheduling.costmodel import PipelineCosts
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import candidates
     from host_agent.scheduling.umpipe import family
 
     c = PipelineCosts.from_arrays(24, [0.004, 0.003, 0.006, 0.002], [0.002, 0.001, 0.004, 0.0015],
@@ -490,15 +490,15 @@ def test_umpipe_measures_its_equal_split_only_beside_an_unequal_best():
     safe = family.safe_plan(c, fam)
     assert safe is not None and family.is_equal_split(safe.rows)
     for k in (2, 3):
-        got = cli.umpipe_candidates(c, fam, k)
+        got = candidates.umpipe_candidates(c, fam, k)
         assert len(got) == k and got[0].predicted_s == pytest.approx(fam.best.predicted_s)
         assert any(family.same_plan(x, safe) for x in got)
         assert [x.predicted_s for x in got] == sorted(x.predicted_s for x in got)
-    assert len(cli.umpipe_candidates(c, fam, 1)) == 1  # one candidate: the model's choice alone
+    assert len(candidates.umpipe_candidates(c, fam, 1)) == 1  # one candidate: the model's choice alone
     # an equal best needs no hedge: the candidates are the count spread's
     eq = family.PlanFamily(safe, None, None, fam.gpipe_best, fam.f1b_best, baselines=fam.baselines, top=[safe])
     pool = family.candidate_pool(c, eq)
-    assert cli.umpipe_candidates(c, eq, 3) == cli.spread_by_count(pool, 3, lambda x: max(map(len, x.rows)))
+    assert candidates.umpipe_candidates(c, eq, 3) == candidates.spread_by_count(pool, 3, lambda x: max(map(len, x.rows)))
 
 
 def test_the_profiler_finds_the_smallest_microbatch_a_model_trains_on():
@@ -554,8 +554,8 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys,
     import json
 
     from emulation.cli import main
-    from host_agent.scheduling.train import cli
-    monkeypatch.setattr(cli, "RUNOFF_WITHIN", 100.0)
+    from host_agent.scheduling.train import tuning
+    monkeypatch.setattr(tuning, "RUNOFF_WITHIN", 100.0)
     model, prof, out = "tests.testsupport.user_models:spec", tmp_path / "prof.json", tmp_path / "train.json"
     assert main(["profile", "--model", model, "--stages", "2", "--quota", "none", "--sizes", "1,2,4,8",
                  "--batch", "8", "--min-time", "0.005", "--out", str(prof)]) == 0
@@ -746,7 +746,7 @@ def test_a_stopped_or_killed_link_rank_fails_the_link_measurement_soon(sig_name)
 
 
 def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test():
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import tuning
 
     runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True),
             dict(family="1f1b", label="1f1b M=4", equal=None), dict(family="1f1b", label="1f1b M=8", equal=None)]
@@ -756,26 +756,26 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
         return [dict(measured_s=sorted(i)[len(i) // 2], iterations_s=i) for i in its]
 
     # a lower median from 3 of 5 steps: not enough, the equal split is kept
-    kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 2.0, 2.0], [1.1, 1.1, 1.1, 0.9, 0.9]))
+    kept, choice = tuning.keep_tuned(runs, rows([1.0, 1.0, 1.0, 2.0, 2.0], [1.1, 1.1, 1.1, 0.9, 0.9]))
     assert [r["label"] for r in kept] == ["umpipe #2", "1f1b M=4"]
     assert choice["kept"] == "equal" and choice["unequal_steps_won"] == 3 and choice["steps"] == 5
     # 4 of 5 (sign test p = 0.19) is not enough either; 5 of 5 (p = 0.03) is
-    kept, choice = cli.keep_tuned(runs, rows([1.0, 1.0, 1.0, 1.0, 2.0], [1.1, 1.1, 1.1, 1.1, 1.1]))
+    kept, choice = tuning.keep_tuned(runs, rows([1.0, 1.0, 1.0, 1.0, 2.0], [1.1, 1.1, 1.1, 1.1, 1.1]))
     assert kept[0]["label"] == "umpipe #2" and choice["sign_test_p"] == pytest.approx(6 / 32)
-    kept, choice = cli.keep_tuned(runs, rows([1.0] * 5, [1.1] * 5))
+    kept, choice = tuning.keep_tuned(runs, rows([1.0] * 5, [1.1] * 5))
     assert kept[0]["label"] == "umpipe #1" and choice["kept"] == "unequal"
-    assert cli.sign_test_p(9, 10) < 0.05 < cli.sign_test_p(8, 10)
+    assert tuning.sign_test_p(9, 10) < 0.05 < tuning.sign_test_p(8, 10)
     # the equal split measured faster: nothing to decide
-    kept, choice = cli.keep_tuned(runs, rows([1.2] * 5, [1.1] * 5))
+    kept, choice = tuning.keep_tuned(runs, rows([1.2] * 5, [1.1] * 5))
     assert kept[0]["label"] == "umpipe #2" and choice is None
     # no equal candidate: the fastest, as for every method
-    kept, choice = cli.keep_tuned(runs[:1] + runs[2:], rows([1.2] * 5, [1.1] * 5)[:1] + rows([1.2] * 5, [1.1] * 5)[2:])
+    kept, choice = tuning.keep_tuned(runs[:1] + runs[2:], rows([1.2] * 5, [1.1] * 5)[:1] + rows([1.2] * 5, [1.1] * 5)[2:])
     assert kept[0]["label"] == "umpipe #1" and choice is None
     # of two equal splits the faster-measured one is compared and kept (the first in the list
     # was, until 2026-11-28: gpt-mixed kept an equal split 6.5 % slower in the tuning)
     two = runs[:2] + [dict(family="umpipe", label="umpipe #3", equal=True)] + runs[2:]
     its = [[1.0] * 4 + [2.0], [1.3] * 5, [1.05] * 5, [1.1] * 5, [1.2] * 5]
-    kept, choice = cli.keep_tuned(two, [dict(measured_s=sorted(i)[2], iterations_s=i) for i in its])
+    kept, choice = tuning.keep_tuned(two, [dict(measured_s=sorted(i)[2], iterations_s=i) for i in its])
     assert kept[0]["label"] == "umpipe #3" and choice["equal"] == "umpipe #3" and choice["unequal_steps_won"] == 4
 
 
@@ -783,38 +783,38 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
 def test_the_run_off_takes_each_methods_near_equal_finalists_and_umpipes_equal_split():
     """A method's candidates within 10 % of its fastest (at most 3) are measured again; one
     alone is not; UMPIPE's fastest equal split joins when an unequal plan leads."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import tuning
 
     runs = [dict(family="umpipe", label=f"umpipe #{i}", equal=i >= 4) for i in range(1, 6)] + \
         [dict(family="torch-1f1b", label=f"torch-1f1b M={m}") for m in (2, 4)] + \
         [dict(family="gpipe", label=f"gpipe M={m}") for m in (2, 4)]
     medians = [1.00, 1.05, 1.09, 1.30, 1.02, 2.0, 2.3, 3.0, 3.29]
-    picks = cli.runoff_picks(runs, [dict(measured_s=m) for m in medians])
+    picks = tuning.runoff_picks(runs, [dict(measured_s=m) for m in medians])
     # umpipe: #1, #5 (equal, 1.02), #2 (1.05) -- #3 is the 4th within 10 %; torch-1f1b alone; gpipe both
     assert [runs[i]["label"] for i in picks] == ["umpipe #1", "umpipe #2", "umpipe #5", "gpipe M=2", "gpipe M=4"]
     # an unequal leader whose equal splits are all far behind still brings the fastest one
     medians[4] = 1.5
-    picks = cli.runoff_picks(runs, [dict(measured_s=m) for m in medians])
+    picks = tuning.runoff_picks(runs, [dict(measured_s=m) for m in medians])
     assert [runs[i]["label"] for i in picks][:4] == ["umpipe #1", "umpipe #2", "umpipe #3", "umpipe #4"]
     # nothing close anywhere: no run-off (UMPIPE's sign test then pairs the tuning's steps)
     far = [1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.3, 3.0, 3.5]
-    assert cli.runoff_picks(runs, [dict(measured_s=m) for m in far]) == []
+    assert tuning.runoff_picks(runs, [dict(measured_s=m) for m in far]) == []
     # two candidates of one configuration (fill-drain and 1F1B of one microbatch each run the
     # same ops) are one finalist: alone, no run-off (until 2026-11-28 a session ran it against itself)
     one = [dict(family="umpipe", label="umpipe #1", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2),
            dict(family="umpipe", label="umpipe #2", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2),
            dict(family="umpipe", label="umpipe #3", schedule="ours", rows=[[7, 6], [7, 6]], orders=["x"] * 2)]
-    assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.5)]) == []
+    assert tuning.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.5)]) == []
     # with another finalist, both copies are measured again (they read the same afterwards)
-    assert cli.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.05)]) == [0, 1, 2]
+    assert tuning.runoff_picks(one, [dict(measured_s=m) for m in (1.0, 1.0, 1.05)]) == [0, 1, 2]
     # and so is another method's candidate of a finalist configuration (gpipe M=1 is UMPIPE's
     # one-microbatch plan: it read the first round alone while UMPIPE's copy read both rounds)
     gp = dict(family="gpipe", label="gpipe M=1", schedule="ours", rows=[[13], [13]], orders=["F0 B0"] * 2, M=1)
     gp2 = dict(gp, label="gpipe M=2", rows=[[7, 6], [7, 6]], orders=["y"] * 2, M=2)
-    assert cli.runoff_picks(one + [gp, gp2], [dict(measured_s=m) for m in (1.0, 1.0, 1.05, 1.0, 2.0)]) == [0, 1, 2, 3]
+    assert tuning.runoff_picks(one + [gp, gp2], [dict(measured_s=m) for m in (1.0, 1.0, 1.05, 1.0, 2.0)]) == [0, 1, 2, 3]
     # the merge appends the run-off's iterations, step by step, to its finalists' only
     tuned = [dict(iteration_s=[float(i)] * 2, losses=[0.5]) for i in range(len(runs))]
-    merged = cli.merge_runoff(tuned, [1, 3], [dict(iteration_s=[9.0, 8.0], losses=[0.4]),
+    merged = tuning.merge_runoff(tuned, [1, 3], [dict(iteration_s=[9.0, 8.0], losses=[0.4]),
                                               dict(iteration_s=[7.0, 6.0], losses=[])])
     assert merged[1]["iteration_s"] == [1.0, 1.0, 9.0, 8.0] and merged[1]["losses"] == [0.5, 0.4]
     assert merged[3]["iteration_s"] == [3.0, 3.0, 7.0, 6.0] and merged[0] is tuned[0]
@@ -825,12 +825,12 @@ def test_too_few_tuning_steps_for_the_sign_test_are_said(capsys):
     """With --tune-steps 3 an unequal plan that wins every step has p = 0.125: UMPIPE keeps its
     equal split whatever it measures. Until 2026-11-28 the line said only "an unequal plan needs
     p <= 0.05" (a CNN's unequal plan, 2 of 3 steps won)."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import cli, tuning
 
-    assert cli.sign_test_steps() == 5
+    assert tuning.sign_test_steps() == 5
     runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True)]
     for n, said in ((3, True), (5, False)):
-        _, choice = cli.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * n),
+        _, choice = tuning.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * n),
                                           dict(measured_s=1.1, iterations_s=[1.1] * n)])
         assert choice["kept"] == ("equal" if n < 5 else "unequal")
         cli._print(dict(model="m", stages=2, B=8, cuts=[1], quotas=[0.3, 0.3], load_average={}, candidates=2,
@@ -843,10 +843,10 @@ def test_the_printed_sign_test_and_tuning_table_say_what_decided(capsys):
     """8 of 10 steps won is p = 0.0547: the line said "p = 0.05 ... needs p <= 0.05" (a
     held-out run's gpt-mini plan), which reads as a pass; a label longer than 22 characters
     pushed its row's figures out of their columns."""
-    from host_agent.scheduling.train import cli
+    from host_agent.scheduling.train import cli, tuning
 
     runs = [dict(family="umpipe", label="umpipe #1", equal=False), dict(family="umpipe", label="umpipe #2", equal=True)]
-    _, choice = cli.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * 8 + [1.2] * 2),
+    _, choice = tuning.keep_tuned(runs, [dict(measured_s=1.0, iterations_s=[1.0] * 8 + [1.2] * 2),
                                       dict(measured_s=1.1, iterations_s=[1.1] * 10)])
     assert choice["kept"] == "equal" and choice["unequal_steps_won"] == 8
     rows = [dict(label=lab, measured_s=0.1, predicted_s=0.1, error_pct=0.0)
