@@ -129,8 +129,8 @@ def _with_baseline_splits(costs, runs: list[dict], baselines: list[dict], limit)
     M=4`` and ``torch-1f1b M=4`` are 1F1B on four equal microbatches), after its own. Those are
     members of its family, so its tuning measures every configuration a baseline can keep
     (also when ``--schedule umpipe`` runs alone), and its kept plan is the fastest of them
-    unless an unequal plan passes :func:`keep_tuned`'s test. The ones our GPipe/1F1B measure
-    in the same session cost nothing (:func:`_session` measures a configuration once); the
+    unless an unequal plan passes :func:`.tuning.keep_tuned`'s test. The ones our GPipe/1F1B measure
+    in the same session cost nothing (:func:`.cli._session` measures a configuration once); the
     others one tuning run each. Until 2026-11-28 UMPIPE measured only its own model-chosen plans, and
     the count torch's tuning found best could be missing from them: gpt-mini on 3 stages at
     0.45/0.2/0.3 CPU, B=24 measured 3, 5 and an unequal 3, lost to torch's 1F1B at M = 4 by

@@ -13,16 +13,16 @@ untimed one of the same schedule (``--lead``).
 The same budget for every method (``--candidates K``, default 3): each method measures K
 candidates *chosen by the cost model* -- GPipe and 1F1B K of their best M (torch's schedules:
 among the M that divide B), UMPIPE K of its best distinct plans, in each case the fastest and
-then the fastest whose microbatch counts are 1.5x apart (:func:`spread_by_count`; UMPIPE keeps
-its best equal split beside an unequal best, :func:`umpipe_candidates`) -- for
+then the fastest whose microbatch counts are 1.5x apart (:func:`.candidates.spread_by_count`; UMPIPE keeps
+its best equal split beside an unequal best, :func:`.candidates.umpipe_candidates`) -- for
 ``--tune-steps`` iterations; a method's candidates within 10 % of its fastest are measured
-again for as many iterations in a run-off (:func:`runoff_picks`), and it keeps its best
+again for as many iterations in a run-off (:func:`.tuning.runoff_picks`), and it keeps its best
 median over both sessions. The winners are then measured
 again in a fresh session for ``--steps`` iterations: those are the reported figures, so
 picking the minimum of noisy tuning measurements favours no method. UMPIPE's family holds the
 equal splits, so its tuning also measures, in our runtime, the equal split at every order and
 count the baselines would measure, whichever of them the session runs
-(:func:`_with_baseline_splits`): it tunes over more configurations than a baseline, and never
+(:func:`.candidates._with_baseline_splits`): it tunes over more configurations than a baseline, and never
 misses the one a baseline keeps. ``--candidates 1`` takes every
 method's model choice.
 The cost model comes from ``--profile FILE`` (``saatp profile``) or, without it, from a

@@ -40,7 +40,7 @@ def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: s
         label = calibration_label(r, B)
         p = then.get(label)
         # one measurement once: a session measures a configuration once for every row that runs
-        # it (UMPIPE's equal split and the baseline's M, :func:`_session`), and until 2026-11-28
+        # it (UMPIPE's equal split and the baseline's M, :func:`.cli._session`), and until 2026-11-28
         # each row counted again in the median and the majority (a 5-stage MLP's tuning: 4
         # measurements counted as "8 of 8 outside the calibration's range")
         key = measurement_key(r, label)
@@ -67,7 +67,7 @@ def rescale_for_drift(runs: list[dict], drift: dict | None, tuned: list[dict] | 
     calibration's own configurations more than :data:`DRIFT_PCT` faster or slower, most of
     them outside the calibration's range), the final session's predictions are the model's
     times scaled by the model's error on those configurations in the tuning session (``tuned``,
-    :func:`summarize`'s rows: the median of measured over predicted, each measurement once);
+    :func:`.tuning.summarize`'s rows: the median of measured over predicted, each measurement once);
     ``predicted_profile_s`` keeps the model's own. The layers' curves stay the profile's, the
     host's speed is the one measured minutes before; the final session's measurements are not
     used. On 2026-11-28 a profile of gpt-mini, taken a minute before, predicted 1F1B at M = 4
@@ -95,7 +95,7 @@ def rescale_for_drift(runs: list[dict], drift: dict | None, tuned: list[dict] | 
 
 
 def measurement_key(r: dict, label: str | None) -> tuple:
-    """One measurement of a session, whichever rows share it (:func:`_session` measures a
+    """One measurement of a session, whichever rows share it (:func:`.cli._session` measures a
     configuration once for every row that runs it)."""
     return label, r["measured_s"], tuple(r.get("iterations_s") or ())
 

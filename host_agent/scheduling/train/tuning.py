@@ -38,7 +38,7 @@ def sign_test_steps() -> int:
 def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict | None]:
     """Each method's kept candidate after the tuning session (``measured``: :func:`summarize`'s
     rows, in the order of ``runs``): its fastest median -- except that UMPIPE keeps its
-    fastest-measured equal split (:func:`umpipe_candidates`) over a faster unequal plan unless the unequal
+    fastest-measured equal split (:func:`.candidates.umpipe_candidates`) over a faster unequal plan unless the unequal
     plan won enough paired steps (the same step, the same moment of the host's load) to pass
     a one-sided sign test at :data:`SIGN_TEST_P` (5 of 5 steps, 9 of 10). The model favours
     unequal plans by about a point, and 5 iterations cannot separate plans a few per cent
