@@ -323,7 +323,9 @@ def run(args: argparse.Namespace) -> int:
                 tuned_out = tuning.summarize(runs, tuned)
                 tuned_out["runoff"] = [runs[i]["label"] for i in picks]
                 tuned_out["first_round_s"] = {r["label"]: r["measured_s"] for r in first["runs"]}
-                runs, tuned_out["umpipe_choice"] = tuning.keep_tuned(runs, tuned_out["runs"])
+                contenders = tuning.runoff_contenders(runs, first["runs"])
+                tuned_out["finalists"] = {f: [runs[i]["label"] for i in idx] for f, idx in contenders.items()}
+                runs, tuned_out["umpipe_choice"] = tuning.keep_tuned(runs, tuned_out["runs"], contenders)
                 if args.profile:
                     tuned_out["rescaled"] = drift.rescale_for_drift(runs, drift.host_drift(
                         prof, args.batch, costs.info["cuts"], tuned_out["runs"], quotas=quotas, backend=args.backend),

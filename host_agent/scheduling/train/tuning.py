@@ -35,7 +35,8 @@ def sign_test_steps() -> int:
     return n
 
 
-def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict | None]:
+def keep_tuned(runs: list[dict], measured: list[dict],
+               contenders: dict[str, list[int]] | None = None) -> tuple[list[dict], dict | None]:
     """Each method's kept candidate after the tuning session (``measured``: :func:`summarize`'s
     rows, in the order of ``runs``): its fastest median -- except that UMPIPE keeps its
     fastest-measured equal split (:func:`.candidates.umpipe_candidates`) over a faster unequal plan unless the unequal
@@ -45,15 +46,28 @@ def keep_tuned(runs: list[dict], measured: list[dict]) -> tuple[list[dict], dict
     apart: on gpt-mini (2026-11-28) UMPIPE kept ``11,9,7,5`` for a tuning median 1.4 % below
     ``8,8,8,8`` (4 of 5 steps won, p = 0.19) and then ran 8.6 % slower than that split in the
     final session. Returns the kept runs (in method order) and, when UMPIPE had both kinds,
-    what it compared."""
+    what it compared.
+
+    ``contenders`` (:func:`runoff_contenders` of the first round): a method that held a
+    run-off chooses among its finalists only, the others having lost the first round. Until
+    2026-11-28 any candidate could be kept: on gpt-mini (4 stages at 0.2/0.3/0.15/0.3 CPU) a
+    UMPIPE equal split that was not a finalist kept its first-round median, slightly below the
+    finalists' medians over both sessions, and the sign test paired the unequal finalist with
+    it over 5 steps instead of 10."""
+    contenders = contenders or {}
     best: dict[str, tuple[dict, dict]] = {}
-    for r, t in zip(runs, measured):
-        if r["family"] not in best or t["measured_s"] < best[r["family"]][1]["measured_s"]:
-            best[r["family"]] = (r, t)
+    for i, (r, t) in enumerate(zip(runs, measured)):
+        f = r["family"]
+        if f in contenders and i not in contenders[f]:
+            continue
+        if f not in best or t["measured_s"] < best[f][1]["measured_s"]:
+            best[f] = (r, t)
     choice = None
     u = best.get("umpipe")
     # its fastest-measured equal split (it may have several: the count spread's and the hedge)
-    safe = sorted(((r, t) for r, t in zip(runs, measured) if r["family"] == "umpipe" and r.get("equal")),
+    safe = sorted(((r, t) for i, (r, t) in enumerate(zip(runs, measured))
+                   if r["family"] == "umpipe" and r.get("equal")
+                   and ("umpipe" not in contenders or i in contenders["umpipe"])),
                   key=lambda rt: rt[1]["measured_s"])
     if u is not None and not u[0].get("equal") and safe:
         (er, et), (ur, ut) = safe[0], u
@@ -72,43 +86,52 @@ RUNOFF_WITHIN = 0.10  # a method's candidates this close to its fastest in tunin
 RUNOFF_MOST = 3  # at most this many a method (UMPIPE: and its fastest equal split, for the sign test)
 
 
-def runoff_picks(runs: list[dict], measured: list[dict]) -> list[int]:
-    """Which of ``runs`` (``measured``: the tuning session's :func:`summarize` rows) the run-off
-    measures again: per method, its candidates whose tuning median is within
-    :data:`RUNOFF_WITHIN` of its fastest, the fastest :data:`RUNOFF_MOST`; when UMPIPE's fastest
-    is an unequal plan in a run-off, also its fastest equal split (the sign test pairs the two
-    step by step). A method with one such candidate has chosen: it is not measured again. The minimum
-    of noisy medians is biased low, the more so the more candidates a method has (UMPIPE
-    tunes over its plans and every baseline's equal splits): on vgg-mini, 3 stages at
-    0.4/0.15/0.25 CPU (2026-11-28), five of UMPIPE's candidates measured within 8 % of each
-    other over 5 iterations, it kept fill-drain M=2 on a lucky 152 ms (model 175 ms), ran it at
-    174 ms in the final session and lost to torch's 1F1B at 162 ms."""
+def runoff_contenders(runs: list[dict], measured: list[dict]) -> dict[str, list[int]]:
+    """Per method that holds a run-off, its finalists (indices into ``runs``; ``measured``: the
+    tuning session's :func:`summarize` rows): its candidates whose tuning median is within
+    :data:`RUNOFF_WITHIN` of its fastest, of the fastest :data:`RUNOFF_MOST` distinct
+    configurations; when UMPIPE's fastest is an unequal plan, also its fastest equal split
+    (the sign test pairs the two step by step). A method with one such configuration has
+    chosen: it holds no run-off. The minimum of noisy medians is biased low, the more so the
+    more candidates a method has (UMPIPE tunes over its plans and every baseline's equal
+    splits): on vgg-mini, 3 stages at 0.4/0.15/0.25 CPU (2026-11-28), five of UMPIPE's
+    candidates measured within 8 % of each other over 5 iterations, it kept fill-drain M=2 on
+    a lucky 152 ms (model 175 ms), ran it at 174 ms in the final session and lost to torch's
+    1F1B at 162 ms."""
     by: dict[str, list[int]] = {}
     for i, r in enumerate(runs):
         by.setdefault(r["family"], []).append(i)
-
-    def config(i: int) -> str:  # candidates with one key run the same ops: measured once, as one
-        return run_key(runs[i]) if "schedule" in runs[i] else runs[i]["label"]
-
-    out: list[int] = []
+    out: dict[str, list[int]] = {}
     for f, idx in by.items():
         idx = sorted(idx, key=lambda i: measured[i]["measured_s"])
         best = measured[idx[0]]["measured_s"]
         # distinct configurations: until 2026-11-28 UMPIPE's fill-drain and 1F1B plans of one
         # microbatch each (the same ops) were two finalists, and a run-off session ran that one
         # configuration against itself
-        keys = list(dict.fromkeys(config(i) for i in idx
+        keys = list(dict.fromkeys(config_of(runs[i]) for i in idx
                                   if measured[i]["measured_s"] <= best * (1 + RUNOFF_WITHIN)))[:RUNOFF_MOST]
         if f == "umpipe" and len(keys) > 1 and not runs[idx[0]].get("equal"):
             eq = next((i for i in idx if runs[i].get("equal")), None)
-            if eq is not None and config(eq) not in keys:
-                keys.append(config(eq))
+            if eq is not None and config_of(runs[eq]) not in keys:
+                keys.append(config_of(runs[eq]))
         if len(keys) > 1:
-            out.extend(keys)
-    # every candidate of a finalist configuration, of any method (measured once, so its copies
-    # read the same: until 2026-11-28 UMPIPE's one-microbatch plan read 43.2 ms after the
-    # run-off and gpipe M=1, the same configuration, 47.1 ms from the first round alone)
-    return [i for i in range(len(runs)) if config(i) in set(out)]
+            out[f] = [i for i in idx if config_of(runs[i]) in keys]
+    return out
+
+
+def runoff_picks(runs: list[dict], measured: list[dict]) -> list[int]:
+    """Which of ``runs`` the run-off measures again: every method's
+    :func:`runoff_contenders`, and every candidate of a finalist configuration, of any method
+    (measured once, so its copies read the same: until 2026-11-28 UMPIPE's one-microbatch plan
+    read 43.2 ms after the run-off and gpipe M=1, the same configuration, 47.1 ms from the
+    first round alone)."""
+    keys = {config_of(runs[i]) for idx in runoff_contenders(runs, measured).values() for i in idx}
+    return [i for i in range(len(runs)) if config_of(runs[i]) in keys]
+
+
+def config_of(r: dict) -> str:
+    """What a candidate runs: candidates with one config run the same ops, measured once."""
+    return run_key(r) if "schedule" in r else r["label"]
 
 
 def merge_runoff(measured: list[dict], picks: list[int], again: list[dict]) -> list[dict]:

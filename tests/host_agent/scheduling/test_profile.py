@@ -780,6 +780,37 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
 
 
 
+def test_a_method_that_held_a_run_off_keeps_one_of_its_finalists():
+    """After a run-off a method chooses among its finalists; a candidate that lost the first
+    round keeps only its first-round median and must not win on it, nor be UMPIPE's equal
+    split in the sign test (2026-11-28, gpt-mini: an equal split out of the run-off was paired
+    with the unequal finalist over 5 steps instead of 10)."""
+    from host_agent.scheduling.train import tuning
+
+    runs = [dict(family="umpipe", label="umpipe #1", equal=True), dict(family="umpipe", label="umpipe #2", equal=False),
+            dict(family="umpipe", label="umpipe #3", equal=True),
+            dict(family="torch-1f1b", label="torch-1f1b M=4"), dict(family="torch-1f1b", label="torch-1f1b M=6")]
+    first = [dict(measured_s=m) for m in (1.505, 1.483, 1.359, 1.40, 1.45)]
+    contenders = tuning.runoff_contenders(runs, first)
+    # umpipe: #3 (equal, fastest) and #2 within 10 %, #1 not; torch-1f1b: both
+    assert contenders == {"umpipe": [2, 1], "torch-1f1b": [3, 4]}
+    assert tuning.runoff_picks(runs, first) == [1, 2, 3, 4]
+    # after the run-off: the finalists have 10 iterations, #1 its first round's 5
+    its = [[1.505] * 5, [1.43] * 9 + [1.6], [1.506] * 10, [1.53] * 10, [1.52] * 5 + [1.51] * 5]
+    tuned = [dict(measured_s=sorted(i)[len(i) // 2], iterations_s=i) for i in its]
+    kept, choice = tuning.keep_tuned(runs, tuned, contenders)
+    assert choice["equal"] == "umpipe #3" and choice["steps"] == 10 and choice["unequal_steps_won"] == 9
+    assert [r["label"] for r in kept] == ["umpipe #2", "torch-1f1b M=6"]
+    # without the contenders (no run-off was held) the least median of all wins, as before
+    kept, choice = tuning.keep_tuned(runs, tuned)
+    assert choice["equal"] == "umpipe #1" and choice["steps"] == 5
+    # a method's loser of the first round does not come back on its first-round median
+    tuned[4] = dict(measured_s=1.40, iterations_s=[1.40] * 5)
+    contenders["torch-1f1b"] = [3]
+    assert tuning.keep_tuned(runs, tuned, contenders)[0][1]["label"] == "torch-1f1b M=4"
+
+
+
 def test_the_run_off_takes_each_methods_near_equal_finalists_and_umpipes_equal_split():
     """A method's candidates within 10 % of its fastest (at most 3) are measured again; one
     alone is not; UMPIPE's fastest equal split joins when an unequal plan leads."""
