@@ -592,6 +592,11 @@ def test_profile_plan_and_train_a_model_that_needs_two_samples(tmp_path, capsys,
     assert ro == {r["label"] for r in res["tuning"]["runs"] if config(r) in finalists} | (ro & {
         r["label"] for r in by["umpipe"] if r.get("equal")}) and ro
     assert all(len(r["iterations_s"]) == (2 if r["label"] in ro else 1) for r in res["tuning"]["runs"])
+    # each method that held a run-off names its finalists, and keeps one of them
+    fin = res["tuning"]["finalists"]
+    assert fin and all(set(labels) <= ro and len(labels) >= 2 for labels in fin.values())
+    kept = {r["family"]: r["label"] for r in res["summary"]["runs"]}
+    assert all(kept[f] in labels for f, labels in fin.items() if f in kept)
     assert "trains on microbatches of 2 samples or more" in capsys.readouterr().out
 
 
