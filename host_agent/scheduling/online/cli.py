@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
 
-from ..result_files import write_result_files
+from ..result_files import check_result_files, write_result_files
 from .lyapunov import METHODS, SCENARIOS, get_scenario, run_scenario
 
 
@@ -39,17 +38,6 @@ def _parse_vs(s):
     return vs
 
 
-def _check_out(path):
-    """Fail early (before a long run) if an output file cannot be written."""
-    if path is None:
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise ValueError(f"output directory {d} does not exist")
-    if os.path.isdir(path):
-        raise ValueError(f"{path} is a directory")
-
-
 def run(args) -> int:
     try:
         methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
@@ -66,8 +54,7 @@ def run(args) -> int:
         if sc.V_main not in sc.Vs:
             sc.Vs = tuple(sorted(set(sc.Vs) | {sc.V_main}))
         sc.calib_slots = min(sc.calib_slots, sc.slots)
-        _check_out(args.json)
-        _check_out(args.plot)
+        check_result_files(args.json, args.plot)
     except ValueError as e:
         print(f"saatp plan lyapunov: {e}", file=sys.stderr)
         return 2

@@ -207,5 +207,10 @@ def test_cli_small(tmp_path, capsys):
     assert set(d["runs"]) == {"bsp", "asp", "cgp"} and d["comparison"]["methods"]["bsp"]["speedup_vs_bsp"] == 1.0
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert cli.run(p.parse_args(["--scenario", "small", "--methods", "nope"])) == 2
-    assert cli.run(p.parse_args(["--scenario", "small", "--json", str(tmp_path / "no" / "x.json")])) == 2
+    assert cli.run(p.parse_args(["--scenario", "small", "--json", str(tmp_path)])) == 2
+    assert f"--json {tmp_path}: is a directory" in capsys.readouterr().err
+    assert cli.run(p.parse_args(["--scenario", "small", "--duration", "4", "--methods", "asp",
+                                 "--json", str(tmp_path / "new" / "x.json")])) == 0  # the directory is made
+    assert (tmp_path / "new" / "x.json").is_file()
+    assert "no target loss (BSP, whose loss halfway it is, did not run)" in capsys.readouterr().out
     assert cli.run(p.parse_args(["--scenario", "small", "--duration", "-1"])) == 2

@@ -252,5 +252,11 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert cli.run(bad) == 2
     bad2 = p.parse_args(["--scenario", "small", "--methods", "bsp"])
     assert cli.run(bad2) == 2
-    assert cli.run(p.parse_args(["--scenario", "small", "--plot", str(tmp_path / "no" / "x.png")])) == 2
+    # a plot path that is a directory is refused before the run; a missing directory is made
+    # (as saatp train does; until 2026-11-28 plan lyapunov and plan cgp refused it)
+    assert cli.run(p.parse_args(["--scenario", "small", "--plot", str(tmp_path)])) == 2
+    assert f"--plot {tmp_path}: is a directory" in capsys.readouterr().err
+    assert cli.run(p.parse_args(["--scenario", "small", "--slots", "8", "--Vs", "1", "--quiet",
+                                 "--json", str(tmp_path / "new" / "x.json")])) == 0
+    assert (tmp_path / "new" / "x.json").is_file()
     assert cli.run(p.parse_args(["--scenario", "small", "--slots", "1"])) == 2
