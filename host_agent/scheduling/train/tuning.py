@@ -154,6 +154,15 @@ def spread_of(xs: list[float]) -> dict:
     return dict(median_s=statistics.median(s), q1_s=q[0], q3_s=q[2], min_s=s[0], max_s=s[-1], n=len(s))
 
 
+def paired_median(ratios: list[float]) -> float:
+    """The median of per-step time ratios (baseline over UMPIPE), taken on their logarithms: an
+    even count's middle two give their geometric mean, so a step twice as fast and one half as
+    fast give 1 (a tie). ``statistics.median`` gave their arithmetic mean, which leans toward
+    the larger ratio: with ``--steps 2`` (iterations 28.4 and 5.2 ms against 21.5 and 17.6) it
+    printed "paired per step: median +107.5%" beside a measured +16.4 % (until 2026-11-28)."""
+    return math.exp(statistics.median(math.log(r) for r in ratios))
+
+
 def summarize(runs: list[dict], measured: list[dict]) -> dict:
     rows = []
     for r, m in zip(runs, measured):
@@ -187,6 +196,6 @@ def summarize(runs: list[dict], measured: list[dict]) -> dict:
             baseline=b["label"], baseline_s=b["measured_s"], umpipe_s=u["measured_s"], umpipe_label=u["label"],
             umpipe_equal=u.get("equal"), same_configuration=key["umpipe"] == key[bf],
             speedup_pct=(b["measured_s"] / u["measured_s"] - 1) * 100,
-            paired_median_pct=(statistics.median(paired) - 1) * 100,
+            paired_median_pct=(paired_median(paired) - 1) * 100,
             steps_won=sum(p > 1 for p in paired), steps=len(paired))
     return out

@@ -1,5 +1,7 @@
 """The profiler's fits, the profile -> cost model step and the calibration fit."""
 
+import math
+
 import pytest
 
 from host_agent.scheduling.costmodel import equal_sizes
@@ -298,6 +300,25 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     assert v["baseline"] == pick[1]["label"] and v["steps_won"] == 2 and v["steps"] == 3
     assert v["speedup_pct"] == pytest.approx(10.0) and v["paired_median_pct"] == pytest.approx(10.0)
     assert v["same_configuration"] is False
+
+
+def test_the_paired_median_of_an_even_count_of_steps_is_symmetric():
+    """An even number of paired steps (--steps 2): the middle two ratios' geometric mean. A step
+    UMPIPE ran in a third of the baseline's time and one in three times it is a tie; the
+    arithmetic mean of the ratios (statistics.median) called it +66.7 %, and with --steps 2
+    printed "median +107.5%" beside a measured +16.4 %."""
+    from host_agent.scheduling.train import tuning
+
+    runs = [dict(schedule="ours", label="umpipe #1 fill-drain", family="umpipe", predicted_s=0.01, rows=[[7], [7]],
+                 orders=[[("F", 0), ("B", 0)]] * 2, M=1),
+            dict(schedule="torch-gpipe", label="torch-gpipe M=1", family="torch-gpipe", predicted_s=0.01, M=1)]
+    v = tuning.summarize(runs, [dict(iteration_s=[0.01, 0.03], losses=[0.1]),
+                                dict(iteration_s=[0.03, 0.01], losses=[0.1])])["umpipe_vs_best_baseline"]
+    assert v["paired_median_pct"] == pytest.approx(0.0, abs=1e-9) and v["steps_won"] == 1
+    v = tuning.summarize(runs, [dict(iteration_s=[0.0284, 0.0052], losses=[0.1]),
+                                dict(iteration_s=[0.0215, 0.0176], losses=[0.1])])["umpipe_vs_best_baseline"]
+    assert v["paired_median_pct"] == pytest.approx((math.sqrt(0.0215 / 0.0284 * 0.0176 / 0.0052) - 1) * 100)
+    assert tuning.paired_median([0.5, 0.9, 1.2]) == pytest.approx(0.9)  # an odd count: the middle one
 
 
 def test_a_configuration_two_methods_share_is_measured_once(monkeypatch):
