@@ -160,7 +160,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
                          warn=cfg.cgroups)
     warn_trace_not_applied(cfg.trace, cfg.cgroups)
     if cfg.cgroups:
-        warn_above_one_cpu(quotas, "worker", "workers")
+        warn_above_one_cpu(quotas, "worker", "workers", planners=False)
     # saved after the checks above: a model, batch or trace they refuse left the run's directory
     # in /tmp holding only data.pt, named as "its configs and logs" (until 2026-11-28)
     data_path, data_spec = None, dataset
@@ -265,6 +265,8 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
                accumulated=ps.get("accumulated"), merges_undone=ps.get("merges_undone"),
                staleness_hist=ps.get("staleness_hist"),
+               # the server's memory (MiB) before it served and at its peak
+               server_rss_mb=dict(serving=ps.get("serve_rss_mb"), peak=ps.get("peak_rss_mb")),
                phase_end_s=[lg.get("phase_end_s", 0.0) for lg in logs[:cfg.workers]],
                compute_s=[lg["compute_s"] for lg in logs[:cfg.workers]],
                wall_s=max(lg["wall_s"] for lg in logs))

@@ -163,8 +163,10 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
     if warn and low.any() and ("generated", seed, tuple(base), slots) not in _warned:
         _warned.add(("generated", seed, tuple(base), slots))
         ranks = np.flatnonzero(low.any(axis=0)).tolist()
+        # in the rank's own noun (a CGP run's said "(slot, process)" of its workers until 2026-11-28)
         print(f"warning: the generated trace (seed {seed}) slows {int(low.sum())} of its {low.size} (slot, "
-              f"process) quotas below {MIN_QUOTA} CPUs (processes {ranks}); they run at {MIN_QUOTA} "
+              f"{noun[:-1] if noun.endswith('s') else noun}) quotas below {MIN_QUOTA} CPUs ({noun} {ranks}); they "
+              f"run at {MIN_QUOTA} "
               f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
     return quota_matrix(base, factors)
 
@@ -192,14 +194,17 @@ def warn_trace_not_applied(trace: str | None, cgroups: bool) -> None:
               file=sys.stderr)
 
 
-def warn_above_one_cpu(quotas: np.ndarray, noun: str = "process", nouns: str = "processes") -> None:
+def warn_above_one_cpu(quotas: np.ndarray, noun: str = "process", nouns: str = "processes",
+                       planners: bool = True) -> None:
     """One warning (once per quota matrix) when a quota of the ``[slots, ranks]`` matrix is above
     1 CPU: a rank computes on one thread (``torch.set_num_threads(1)``), so it uses at most about
     1 CPU however high its quota, while the groups planners' predictions before the run (the
     budget, the static sets) take a rank's speed as proportional to its quota. Until 2026-11-28
     a quota trace of 4 CPUs on this 2-core host ran without a word, in ``saatp train cgp``
     (where a trace in per cent, 25 for a quarter of a CPU, then slowed no worker) until later
-    that day."""
+    that day. ``planners``: the run's planners take a speed as its quota (``train groups``);
+    CGP's server regroups from measured times, and until 2026-11-28 its warning named "the
+    groups planners' predictions" too."""
     high = np.asarray(quotas) > 1.0 + 1e-9
     key = ("above 1 CPU", np.asarray(quotas, dtype=float).tobytes(), noun)
     if high.any() and key not in _warned:
@@ -207,8 +212,9 @@ def warn_above_one_cpu(quotas: np.ndarray, noun: str = "process", nouns: str = "
         ranks = np.flatnonzero(high.any(axis=0)).tolist()
         print(f"warning: {int(high.sum())} of the {high.size} (slot, {noun}) quotas are above 1 CPU ({nouns} "
               f"{ranks}, up to {float(np.max(quotas)):g}): a {noun} computes on one thread and uses at most about 1 "
-              f"CPU, so it runs no faster above 1 CPU (and the groups planners' predictions, budget and static sets, "
-              f"take its speed as its quota)", file=sys.stderr)
+              f"CPU, so it runs no faster above 1 CPU"
+              + (" (and the groups planners' predictions, budget and static sets, take its speed as its quota)"
+                 if planners else ""), file=sys.stderr)
 
 
 def run_prefix(run: str) -> str:

@@ -673,6 +673,23 @@ def test_quotas_above_one_cpu_are_warned(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_cgp_runs_quota_warnings_name_its_workers_not_the_groups_planners(tmp_path, capsys):
+    """CGP's warnings in its own words: a quota above 1 CPU did not name the groups planners'
+    predictions (CGP's server regroups from measured times) and the generated trace's low
+    quotas were "(slot, process)" quotas of "processes" in a run of workers (until 2026-11-28)."""
+    from host_agent.scheduling.groups.quotas import quota_trace, warn_above_one_cpu
+    trace = tmp_path / "t.csv"
+    trace.write_text("slot,device,quota\n0,1,1.5\n")
+    warn_above_one_cpu(quota_trace([0.3, 0.3], 2, str(trace), noun="workers"), "worker", "workers", planners=False)
+    err = capsys.readouterr().err
+    assert "(slot, worker) quotas are above 1 CPU (workers [1], up to 1.5)" in err and "planners" not in err
+    warn_above_one_cpu(quota_trace([0.3, 0.4], 2, str(trace)))  # train groups: its planners' predictions
+    assert "the groups planners' predictions" in capsys.readouterr().err
+    quota_trace([0.25, 0.25, 0.2, 0.1], 41, seed=11, noun="workers")  # not yet warned in this process
+    err = capsys.readouterr().err
+    assert "(slot, worker) quotas below 0.1 CPUs (workers [" in err and "process" not in err
+
+
 def test_a_model_already_built_is_refused_asking_for_the_function_that_builds_it():
     """``train_cgp(net(), ...)`` (the model, not its function) failed with "cannot load model
     'torch.nn.modules.container:': module ... has no attribute ''", and ``GroupsConfig`` took it
