@@ -147,6 +147,11 @@ def quota_matrix(base: Sequence[float], factors: np.ndarray) -> np.ndarray:
     return np.maximum(base[None, :] / factors, MIN_QUOTA)
 
 
+def _one(nouns: str) -> str:
+    """The singular of a rank's plural noun: processes, workers, stages."""
+    return nouns[:-2] if nouns.endswith("sses") else nouns[:-1] if nouns.endswith("s") else nouns
+
+
 def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, seed: int = 0,
                 noun: str = "processes", warn: bool = True) -> np.ndarray:
     """[slots, n] CPUs per process per slot: ``base`` slowed down by the factors of the trace
@@ -165,7 +170,7 @@ def quota_trace(base: Sequence[float], slots: int, trace: str | None = None, see
         ranks = np.flatnonzero(low.any(axis=0)).tolist()
         # in the rank's own noun (a CGP run's said "(slot, process)" of its workers until 2026-11-28)
         print(f"warning: the generated trace (seed {seed}) slows {int(low.sum())} of its {low.size} (slot, "
-              f"{noun[:-1] if noun.endswith('s') else noun}) quotas below {MIN_QUOTA} CPUs ({noun} {ranks}); they "
+              f"{_one(noun)}) quotas below {MIN_QUOTA} CPUs ({noun} {ranks}); they "
               f"run at {MIN_QUOTA} "
               f"(the kernel needs >= 1 ms per 10 ms period)", file=sys.stderr)
     return quota_matrix(base, factors)
