@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..pipeline.cgroups import CPU_ROOT, CpuQuotas, unavailable_reason
+from ..pipeline.cgroups import CPU_ROOT, CpuQuotas, quota_us, unavailable_reason
 from ..workloads import Combined, Persistent, TraceReplay, Transient, read_slot_csv
 
 MIN_QUOTA = 0.1  # CPUs: the kernel needs >= 1 ms per 10 ms period
@@ -288,7 +288,7 @@ class SlotQuotas:
     def set(self, quotas: Sequence[float]) -> None:
         for path, q in zip(self.paths, quotas):
             with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-                f.write(str(max(1000, int(round(float(q) * self.cg.period_us)))))
+                f.write(str(quota_us(q, self.cg.period_us)))
 
     def remove(self) -> list[str]:
         return self.cg.remove()

@@ -94,7 +94,7 @@ class CpuQuotas:
         with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
             f.write(str(self.period_us))
         with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
-            f.write("-1" if quota is None else str(int(round(quota * self.period_us))))
+            f.write("-1" if quota is None else str(quota_us(quota, self.period_us)))
         with open(os.path.join(path, "cpu.shares"), "w") as f:
             f.write(str(self.shares))
         return path
@@ -128,6 +128,15 @@ class CpuQuotas:
 
 PERIOD_US = 10_000  # CpuQuotas' default period
 KERNEL_MIN_QUOTA_US = 1000  # the least cpu.cfs_quota_us the kernel takes (1 ms)
+
+
+def quota_us(quota: float, period_us: int = PERIOD_US) -> int:
+    """``cpu.cfs_quota_us`` for ``quota`` CPUs: at least the kernel's least (1 ms) and at most
+    the host's cores (a quota beyond them limits nothing, and the kernel refuses one above
+    about 2**44 us: until 2026-11-28 a trace's quota of 1e10 CPUs, or a factor of 1e-10, failed
+    the run in its slot with "OSError: [Errno 22] Invalid argument")."""
+    most = (os.cpu_count() or 1) * int(period_us)
+    return min(max(KERNEL_MIN_QUOTA_US, int(round(float(quota) * period_us))), most)
 
 
 def min_quota(period_us: int = PERIOD_US) -> float:

@@ -102,6 +102,27 @@ def test_slot_quotas_write_and_remove_their_cgroups():
     assert not [d for d in os.listdir(CPU_ROOT) if d.startswith(f"saatp-test-{os.getpid()}")]
 
 
+def test_a_quota_is_written_within_the_kernels_range():
+    """Between 1 ms per period and the host's cores: the kernel refused a trace's quota of 1e10
+    CPUs ("OSError: [Errno 22] Invalid argument" in the run's slot, until 2026-11-28)."""
+    from host_agent.scheduling.pipeline.cgroups import quota_us
+    cores = os.cpu_count() or 1
+    assert quota_us(0.25, 10_000) == 2500 and quota_us(0.05, 10_000) == 1000
+    assert quota_us(1e10, 10_000) == cores * 10_000 and quota_us(cores + 0.5, 100_000) == cores * 100_000
+
+
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"cgroup v1 CPU quotas: {unavailable_reason()}")
+def test_slot_quotas_take_a_huge_quota_as_the_hosts_cores():
+    from host_agent.scheduling.groups.quotas import SlotQuotas
+    sq = SlotQuotas(2, f"saatp-test-{os.getpid()}")
+    try:
+        sq.set([1e10, 0.2])
+        with open(os.path.join(sq.paths[0], "cpu.cfs_quota_us")) as f:
+            assert int(f.read()) == (os.cpu_count() or 1) * 10_000
+    finally:
+        assert sq.remove() == []
+
+
 def _reference(B, steps, lr, momentum=0.9, model_fn=None, data=None):
     """One process, the same global batches, momentum SGD: what every group must hold (the
     digits CNN on digits unless ``model_fn`` and ``data`` say otherwise)."""
