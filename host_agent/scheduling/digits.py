@@ -48,8 +48,18 @@ class Dataset:
             setattr(self, name, x.to(torch.get_default_dtype()) if x.is_floating_point() else x)
         for name in ("y_train", "y_test"):
             y = _as_tensor(name, getattr(self, name))
-            if y.is_floating_point() or y.dtype == torch.bool:
-                raise ValueError(f"data set: {name} must hold integer class labels, got {y.dtype}")
+            if y.is_floating_point():
+                # whole numbers in floats are class labels as numpy.loadtxt or pandas give them
+                # (refused until 2026-11-28); a fraction is not a class
+                frac = ~torch.isfinite(y) | (y != torch.round(y))
+                if bool(frac.any()):
+                    i = int(torch.nonzero(frac.reshape(-1))[0])
+                    raise ValueError(f"data set: {name} must hold integer class labels 0..C-1, got {y.dtype} with "
+                                     f"{float(y.reshape(-1)[i]):g} (sample {i}; {int(frac.sum())} of {y.numel()} are "
+                                     f"not whole numbers): the runs train a classifier (cross-entropy on class "
+                                     f"labels), not a regression")
+            elif y.dtype == torch.bool:  # a binary label: False/True are classes 0/1
+                y = y.to(torch.int64)
             if y.dim() != 1:  # the loss takes one class per sample: [n, 1] failed in every rank
                 raise ValueError(f"data set: {name} must be one class label per sample (shape [n]), got shape "
                                  f"{list(y.shape)}")

@@ -201,8 +201,19 @@ def test_a_users_numpy_data_set_gets_the_dtypes_the_models_take():
     assert d.x_train.dtype == d.x_test.dtype == torch.float32  # numpy's float64 would not meet float32 weights
     assert d.y_train.dtype == d.y_test.dtype == torch.int64  # what cross_entropy takes
     torch.nn.functional.cross_entropy(torch.nn.Linear(13, 3)(d.x_train), d.y_train)
-    with pytest.raises(ValueError, match="integer class labels"):
-        digits.Dataset(d.x_train, d.y_train.float(), d.x_test, d.y_test)
+    # labels as numpy.loadtxt or pandas give them, whole numbers in floats (refused until
+    # 2026-11-28), and binary labels as bools: class labels
+    f = digits.Dataset(d.x_train, d.y_train.numpy().astype(np.float64), d.x_test, d.y_test.float())
+    assert f.y_train.dtype == f.y_test.dtype == torch.int64
+    assert torch.equal(f.y_train, d.y_train) and torch.equal(f.y_test, d.y_test)
+    b = digits.Dataset(d.x_train, d.y_train > 0, d.x_test, d.y_test > 0)
+    assert b.y_train.dtype == torch.int64 and torch.equal(b.y_train, (d.y_train > 0).long())
+    frac = d.y_train.float()
+    frac[3] = 1.5
+    with pytest.raises(ValueError, match=r"integer class labels 0..C-1, got torch.float32 with 1.5 \(sample 3; 1 of 8"):
+        digits.Dataset(d.x_train, frac, d.x_test, d.y_test)
+    with pytest.raises(ValueError, match="with nan"):
+        digits.Dataset(d.x_train, d.y_train, d.x_test, torch.tensor([0.0, float("nan"), 1.0, 2.0]))
 
 
 def test_the_groups_executor_refuses_a_model_it_cannot_cut_before_starting(capsys):
