@@ -49,6 +49,14 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
                 hint = ("" if x.is_floating_point() else
                         f"; the inputs are {x.dtype} and are passed as they are (token ids for an nn.Embedding): "
                         f"inputs to other layers must be floats (x.astype(numpy.float32))")
+                # a model built in another float type (.double()): until 2026-11-28 torch's "mat1 and
+                # mat2 must have the same dtype" alone, though the data set's floats were made float32 here
+                other = sorted({str(p.dtype) for p in model.parameters() if p.is_floating_point()}
+                               - {str(x.dtype)}) if x.is_floating_point() else []
+                if other:
+                    hint += (f"; the model's parameters are {', '.join(other)} while a data set's float inputs are "
+                             f"made torch's default dtype ({x.dtype}): build the model in {x.dtype} (without "
+                             f".double() or .to(dtype)); a last layer that casts the scores is fine")
                 raise ValueError(f"model {model_name} fails on the data set's {split} (a batch of shape "
                                  f"{list(x.shape)}): {type(e).__name__}: {e}{hint}") from None
             if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):

@@ -339,6 +339,23 @@ def test_a_model_too_narrow_for_the_labels_is_refused_before_any_process_starts(
     assert bn.training and bn[1].num_batches_tracked == 0  # no statistics taken, the mode restored
 
 
+def test_a_model_built_in_float64_is_told_the_inputs_are_float32():
+    """A ``.double()`` model on a data set (whose float inputs are made float32): torch's
+    "mat1 and mat2 must have the same dtype" alone until 2026-11-28; a float32 model whose last
+    layer casts its scores is fine."""
+    from host_agent.scheduling.groups.checks import check_model_on_data
+    data = digits.Dataset(torch.randn(20, 5).double(), torch.arange(20) % 3, torch.randn(6, 5), torch.arange(6) % 3)
+    with pytest.raises(ValueError, match=r"the model's parameters are torch.float64 while a data set's float inputs "
+                                         r"are made torch's default dtype \(torch.float32\): build the model in "
+                                         r"torch.float32"):
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(5, 3)).double(), data, "m:f64")
+
+    class Cast(torch.nn.Module):
+        def forward(self, x):
+            return x.double()
+    assert check_model_on_data(torch.nn.Sequential(torch.nn.Linear(5, 3), Cast()), data, "m:cast") == 3
+
+
 def test_the_executor_refuses_a_model_too_narrow_for_the_labels_in_the_parent(tmp_path, monkeypatch):
     import sys
     import time
