@@ -265,8 +265,9 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
                accumulated=ps.get("accumulated"), merges_undone=ps.get("merges_undone"),
                staleness_hist=ps.get("staleness_hist"),
-               # the server's memory (MiB) before it served and at its peak
-               server_rss_mb=dict(serving=ps.get("serve_rss_mb"), peak=ps.get("peak_rss_mb")),
+               # the server's memory (MiB) before it served, at its peak, and every 32 pushes
+               server_rss_mb=dict(serving=ps.get("serve_rss_mb"), peak=ps.get("peak_rss_mb"),
+                                  by_pushes=ps.get("rss", [])),
                phase_end_s=[lg.get("phase_end_s", 0.0) for lg in logs[:cfg.workers]],
                compute_s=[lg["compute_s"] for lg in logs[:cfg.workers]],
                wall_s=max(lg["wall_s"] for lg in logs))

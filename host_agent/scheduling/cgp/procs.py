@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from collections import deque
 
@@ -64,6 +65,12 @@ TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
 # the server's answer to a push: [version, FLAG], then the weights unless FLAG is ACCUMULATE
 GO_ON, STOP, ACCUMULATE = 0, 1, 2
 tick = time.perf_counter
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def load_data(cfg: dict) -> digits.Dataset:
@@ -215,6 +222,7 @@ class Proc:
                 if self.rank != self.ps:
                     v = self.bsp_phase(v)
             elif self.rank == self.ps:
+                self.log.setdefault("serve_rss_mb", rss_mb())  # the server's memory before it served
                 v, groups_next, expected = self.server_phase(state, groups, expected, v, phase)
             else:
                 v = self.worker_phase(groups, v)
@@ -463,7 +471,15 @@ class Proc:
         nxt: list = [groups, expected]
         changing = False
         n_param = self.w.numel()
-        sends: list = []
+        # each group's replies in flight (work, tensor); a reply to a group first waits for its
+        # earlier ones, which the group received before it pushed again: until 2026-11-28 every
+        # reply's weight copy was kept to the end of the phase (ASP and SSP: the whole run), and
+        # the server grew by the model's size per push (1.75 GB after 12 s of ASP on the CNN)
+        sends: dict[int, list] = {}
+        w_out: dict[int, torch.Tensor] = {}
+
+        def send(gi: int, t: torch.Tensor, tag: int) -> None:
+            sends.setdefault(gi, []).append((dist.isend(t, leaders[gi], tag=tag), t))
 
         def stop_now() -> bool:
             nonlocal end_v, changing
@@ -485,9 +501,14 @@ class Proc:
         def reply(replies) -> None:
             for gi, ver in replies:
                 stop = stop_now()
-                m, wc = torch.tensor([ver, STOP if stop else GO_ON], dtype=torch.int64), st.w.clone()
-                sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
-                sends.append((dist.isend(wc, leaders[gi], tag=TAG_W), wc))
+                for wk, _ in sends.pop(gi, ()):
+                    wk.wait()
+                send(gi, torch.tensor([ver, STOP if stop else GO_ON], dtype=torch.int64), TAG_VER)
+                # the group's own copy of the weights, free again now (a fresh clone of a model
+                # above glibc's mmap threshold is a new mapping, page faults on its first write)
+                if gi not in w_out:
+                    w_out[gi] = torch.empty_like(st.w)
+                send(gi, w_out[gi].copy_(st.w), TAG_W)
                 if stop:
                     stopped.add(gi)
                     if changing:
@@ -526,11 +547,12 @@ class Proc:
             if (acc_max and not changing and gi not in stopped
                     and self.elapsed() < float(self.cfg["duration_s"]) and st.hold_open(gi, acc_max)):
                 # held by the gate: compute another batch on the same weights rather than wait
-                m = torch.tensor([st.base[gi], ACCUMULATE], dtype=torch.int64)
-                sends.append((dist.isend(m, leaders[gi], tag=TAG_VER), m))
+                send(gi, torch.tensor([st.base[gi], ACCUMULATE], dtype=torch.int64), TAG_VER)
             self.service.append(tick() - ts)
             self.snapshot(st.v, st.w)
-        for wk, _ in sends:
+            if len(self.service) % 32 == 0:  # the server's memory as it serves: (pushes, MiB)
+                self.log.setdefault("rss", []).append((len(self.service), rss_mb()))
+        for wk, _ in (x for works in sends.values() for x in works):
             wk.wait()
         return st.v, nxt[0], nxt[1]
 
@@ -542,7 +564,8 @@ class Proc:
             st = self.state
             self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held,
                             accumulated=st.accumulated, merges_undone=self.merge_check.verdicts, version=st.v,
-                            staleness_hist=np.bincount(st.staleness).tolist() if st.staleness else [])
+                            staleness_hist=np.bincount(st.staleness).tolist() if st.staleness else [],
+                            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         self.log["wall_s"] = self.elapsed()
         if self.quota:
             self.quota.close()
