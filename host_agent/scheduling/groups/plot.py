@@ -35,12 +35,18 @@ def plot_groups(res: dict, path: str) -> None:
             t = np.cumsum([x["T"] * res["config"]["iters"] for x in s])
             ax[0].plot([x["slot"] for x in s], [x["T"] * 1e3 for x in s], marker=".", label=m)
             c = np.array([x["cost"] for x in s])
-            ax[1].plot([x["slot"] for x in s], np.cumsum(c) / np.arange(1, len(c) + 1) / budget, label=m)
+            # markers as the other panels: a 1-slot run's cost was a line of one point, nothing drawn
+            # (until 2026-11-28)
+            ax[1].plot([x["slot"] for x in s], np.cumsum(c) / np.arange(1, len(c) + 1) / budget, marker=".",
+                       label=m)
             ax[2].plot(t, [x["test_acc"] for x in s], marker=".", label=m)
+        from matplotlib.ticker import MaxNLocator
         ax[0].set(xlabel="slot", ylabel="batch time (ms, with migration)", title="batch time")
         ax[1].axhline(1.0, color="k", lw=0.8, ls="--")
         ax[1].set(xlabel="slot", ylabel="time-averaged cost / budget", title="cost")
         ax[2].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")
+        for a in ax[:2]:  # slots are whole numbers (a short run's axis read -0.04 ... 0.04 or 0.25, 0.5, ...)
+            a.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def plot_cgp(res: dict, path: str) -> None:

@@ -123,6 +123,31 @@ def test_slot_quotas_take_a_huge_quota_as_the_hosts_cores():
         assert sq.remove() == []
 
 
+def test_the_groups_plot_of_one_slot_draws_its_cost_on_whole_slots(tmp_path, monkeypatch):
+    """--slots 1 --plot: the cost panel drew a line of one point, which shows nothing, and the
+    slot axes read -0.04 ... 0.04 (until 2026-11-28)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from host_agent.scheduling.groups.plot import plot_groups
+    figs, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (figs.append(fig), close(fig)))
+    slot = dict(slot=0, T=0.002, cost=0.004, test_acc=0.4)
+    png = tmp_path / "g.png"
+    plot_groups({"budget": 0.02, "config": {"iters": 2}, "runs": {"lyapunov": {"slots": [slot]},
+                                                                   "bsp": {"slots": [dict(slot, T=0.003)]}}}, str(png))
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    ax = figs[0].axes
+    assert all(line.get_marker() not in (None, "None", "") for a in ax for line in a.get_lines()
+               if line.get_label() in ("lyapunov", "bsp"))
+    assert ax[1].get_lines()[0].get_ydata()[0] == pytest.approx(0.2)  # time-averaged cost over the budget
+    for a in ax[:2]:
+        lo, hi = a.get_xlim()
+        ticks = [t for t in a.get_xticks() if lo <= t <= hi]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+
+
 def _reference(B, steps, lr, momentum=0.9, model_fn=None, data=None):
     """One process, the same global batches, momentum SGD: what every group must hold (the
     digits CNN on digits unless ``model_fn`` and ``data`` say otherwise)."""
