@@ -56,7 +56,9 @@ def plot_cgp(res: dict, path: str) -> None:
             ax[0].plot([e["t"] for e in ev], [e["test_acc"] for e in ev], marker=".", label=name)
             bt = [(e["t"], e["batch_time_s"] * 1e3) for e in ev if e.get("batch_time_s") is not None]
             ax[1].plot([t for t, _ in bt], [b for _, b in bt], marker=".", label=name)
-            ax[2].plot([e["t"] for e in ev], [e["version"] for e in ev], label=name)
+            # markers as the other panels: a method with one snapshot (a run ended by its first
+            # evaluation) drew no updates at all (until 2026-11-28)
+            ax[2].plot([e["t"] for e in ev], [e["version"] for e in ev], marker=".", label=name)
         if res.get("target_acc"):
             ax[0].axhline(res["target_acc"], color="k", lw=0.8, ls="--")
         ax[0].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")

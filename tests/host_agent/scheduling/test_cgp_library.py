@@ -690,14 +690,22 @@ def test_a_trace_given_as_a_path_is_taken_as_its_name(tmp_path):
         json.dumps(dataclasses.asdict(cfg))
 
 
-def test_the_cgp_plot_draws_accuracy_batch_time_and_updates(tmp_path):
+def test_the_cgp_plot_draws_accuracy_batch_time_and_updates(tmp_path, monkeypatch):
     from host_agent.scheduling.groups.plot import plot_cgp
     ev = [dict(t=0.1, version=1, samples=128, test_acc=0.3),
           dict(t=0.6, version=9, samples=1408, test_acc=0.7, batch_time_s=0.05),
           dict(t=1.1, version=17, samples=2688, test_acc=0.9, batch_time_s=0.05, final=True)]
     png = tmp_path / "c.png"
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figs, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (figs.append(fig), close(fig)))
     plot_cgp({"runs": {"cgp": {"evals": ev}, "asp": {"evals": ev[:1]}}, "target_acc": 0.9}, str(png))
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    # every method's points are drawn: asp's one snapshot too (its updates had no marker)
+    asp = [line for a in figs[0].axes for line in a.get_lines() if line.get_label() == "asp"]
+    assert len(asp) == 3 and all(line.get_marker() not in (None, "None", "") for line in asp)
 
 
 FAKE_RANK = '''
