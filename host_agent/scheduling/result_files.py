@@ -48,6 +48,13 @@ def check_result_files(json_path: str | None, plot_path: str | None) -> None:
                              f"{', '.join('.' + f for f in sorted(formats))})")
 
 
+def plot_file(path: str) -> str:
+    """The file matplotlib writes for ``--plot PATH``: ``PATH.png`` when PATH has no suffix
+    (``savefig`` adds it). Until 2026-11-28 the commands printed "wrote PATH", a file that did
+    not exist."""
+    return path if os.path.splitext(path)[1] else path + ".png"
+
+
 def finite_or_null(x):
     """``x`` with every NaN or infinite float replaced by None: JSON has no such numbers, and
     Python's ``json`` writes them as ``NaN``/``Infinity``, which other readers (``JSON.parse``,
@@ -77,6 +84,7 @@ def write_result_files(result: dict, json_path: str | None, plot_path: str | Non
         write_json(json_path, result)
         print(f"wrote {json_path}")
     if plot_path:
+        plot_path = plot_file(plot_path)
         os.makedirs(os.path.dirname(os.path.abspath(plot_path)), exist_ok=True)
         plot(result, plot_path)
         print(f"wrote {plot_path}")

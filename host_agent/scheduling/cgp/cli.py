@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from ..result_files import check_result_files
+from ..result_files import check_result_files, plot_file
 from .sim import METHODS, SimConfig, Simulator
 
 SCENARIOS = {
@@ -88,8 +88,8 @@ def run(args) -> int:
             json.dump(out, fh, indent=1, default=float)
         print(f"wrote {args.json}")
     if args.plot:
-        plot(out, args.plot)
-        print(f"wrote {args.plot}")
+        plot(out, plot_file(args.plot))
+        print(f"wrote {plot_file(args.plot)}")
     return 0
 
 

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..costmodel import PipelineCosts, simulate
-from ..result_files import check_result_files, write_json
+from ..result_files import check_result_files, plot_file, write_json
 from . import baselines as bl
 from . import family
 from .dgap import DGAP
@@ -300,8 +300,9 @@ def run_profile(args: argparse.Namespace) -> int:
                                        **fam.public()))
             print(f"wrote {args.json}")
         if args.plot:
-            if plot_family(costs, fam, args.plot, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
-                print(f"wrote {args.plot}")
+            if plot_family(costs, fam, plot_file(args.plot),
+                           f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
+                print(f"wrote {plot_file(args.plot)}")
             else:
                 print(f"{args.plot}: not written (no plan fits)", file=sys.stderr)
     except OSError as e:
@@ -424,8 +425,8 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, public(out))
         print(f"wrote {args.json}")
     if args.plot:
-        plot_gantt(out, args.plot)
-        print(f"wrote {args.plot}")
+        plot_gantt(out, plot_file(args.plot))
+        print(f"wrote {plot_file(args.plot)}")
     return 0
 
 

@@ -163,6 +163,19 @@ def test_result_files_write_json_and_plot_only_when_asked(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == [f"wrote {out}", f"wrote {tmp_path / 'r.png'}"]
 
 
+def test_a_plot_path_without_a_suffix_is_named_as_the_png_written(tmp_path, capsys):
+    """--plot out/run: matplotlib writes out/run.png, and the commands printed "wrote out/run",
+    a file that did not exist (until 2026-11-28)."""
+    from host_agent.scheduling.groups.plot import plot_groups
+    res = {"budget": 0.02, "config": {"iters": 2}, "runs": {"bsp": {"slots": [dict(slot=0, T=0.002, cost=0.004,
+                                                                                test_acc=0.4)]}}}
+    write_result_files(res, None, str(tmp_path / "run"), plot_groups)
+    assert (tmp_path / "run.png").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "run").exists()
+    assert capsys.readouterr().out.splitlines() == [f"wrote {tmp_path / 'run.png'}"]
+    write_result_files(res, None, str(tmp_path / "run.svg"), plot_groups)  # a suffix is kept
+    assert (tmp_path / "run.svg").exists() and capsys.readouterr().out.splitlines() == [f"wrote {tmp_path / 'run.svg'}"]
+
+
 def test_accuracy_of_a_parameter_vector_estimates_batch_norm_statistics_first():
     """The trainers exchange parameters only: a batch-norm model's running statistics are
     estimated from the training split before the test accuracy (else eval mode normalises
