@@ -214,7 +214,13 @@ def model_from(spec: str) -> nn.Module:
     if spec == "digits-cnn":
         return cnn()
     m = _call(spec, "model")
-    if isinstance(m, (list, tuple)):
+    # a list of modules, also as an nn.ModuleList (which has no forward of its own), is the
+    # nn.Sequential of its items, as the pipelines take it: until 2026-11-28 train cgp failed with
+    # 'Module [ModuleList] is missing the required "forward" function' and train groups refused it
+    if isinstance(m, (list, tuple)) or type(m) is nn.ModuleList:
+        bad = [f"{i} ({type(x).__name__})" for i, x in enumerate(m) if not isinstance(x, nn.Module)]
+        if bad:
+            raise ValueError(f"model {spec!r}: item {', '.join(bad)} of its list is not an nn.Module")
         m = nn.Sequential(*m)
     if not isinstance(m, nn.Module):
         raise ValueError(f"model {spec!r}: FN() must return an nn.Module, got {type(m).__name__}")

@@ -34,3 +34,12 @@ class Net(nn.Module):
 
 def net() -> nn.Module:
     return Net()
+
+
+def module_list() -> nn.ModuleList:
+    """A list of layers as an nn.ModuleList, which has no forward of its own."""
+    return nn.ModuleList([nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10)])
+
+
+def list_with_a_function() -> list:
+    return [nn.Flatten(), torch.relu, nn.Linear(64, 10)]

@@ -229,6 +229,21 @@ def test_a_users_numpy_data_set_gets_the_dtypes_the_models_take():
         digits.Dataset(d.x_train, d.y_train, d.x_test, torch.tensor([0.0, float("nan"), 1.0, 2.0]))
 
 
+def test_an_nn_module_list_is_a_list_of_layers_for_train_groups_and_cgp():
+    """As the pipelines take it (build_layers): until 2026-11-28 train cgp failed with 'Module
+    [ModuleList] is missing the required "forward" function' and train groups refused it as not
+    an nn.Sequential."""
+    from host_agent.scheduling import digits
+    from host_agent.scheduling.groups.checks import check_model_on_data
+    m = digits.sequential_from("tests.testsupport.user_models:module_list")
+    assert isinstance(m, torch.nn.Sequential) and [type(x).__name__ for x in m] == ["Flatten", "Linear", "ReLU",
+                                                                                   "Linear"]
+    assert check_model_on_data(digits.model_from("tests.testsupport.user_models:module_list"), digits.load(0),
+                               "m") == 10
+    with pytest.raises(ValueError, match=r"item 1 \(builtin_function_or_method\) of its list is not an nn.Module"):
+        digits.model_from("tests.testsupport.user_models:list_with_a_function")
+
+
 def test_the_groups_executor_refuses_a_model_it_cannot_cut_before_starting(capsys):
     from emulation.cli import main
     from host_agent.scheduling import digits
