@@ -42,7 +42,11 @@ def run_dir(prefix: str, keep: str | None = None) -> Iterator[str]:
     exception then carries the path as ``run_dir_left`` so that the command line need not
     name it again."""
     if keep is not None:
-        os.makedirs(keep, exist_ok=True)
+        try:
+            os.makedirs(keep, exist_ok=True)
+        except OSError as e:  # a file in its place: until 2026-11-28 "[Errno 17] File exists: 'x'" named no option
+            raise ValueError(f"--log-dir {keep}: cannot make this directory ({e.strerror}"
+                             + (f": {e.filename}" if e.filename and e.filename != keep else "") + ")") from None
         with _only_run_in(keep):
             yield keep
         return

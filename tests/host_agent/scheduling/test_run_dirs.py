@@ -34,3 +34,17 @@ def test_a_named_run_dir_is_created_and_kept(tmp_path):
     with run_dir("saatp-test-", str(want)) as d:
         open(os.path.join(d, "rank0.log"), "w").close()
     assert d == str(want) and (want / "rank0.log").exists()
+
+
+def test_a_log_dir_that_cannot_be_made_is_named_as_the_option(tmp_path):
+    """A file where --log-dir would be: "[Errno 17] File exists: 'x'" named no option (train
+    groups), and train cgp's per-method directory under it "[Errno 20] Not a directory" (until
+    2026-11-28)."""
+    f = tmp_path / "p.svg"
+    f.write_text("x")
+    with pytest.raises(ValueError, match=r"--log-dir .*p.svg: cannot make this directory \(File exists\)"):
+        with run_dir("saatp-test-", str(f)):
+            pass
+    with pytest.raises(ValueError, match=r"--log-dir .*p.svg/cgp: cannot make this directory \(Not a directory"):
+        with run_dir("saatp-test-", str(f / "cgp")):
+            pass
