@@ -263,6 +263,7 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
                groupings=logs[0]["groupings"], taus=ps["taus"], decisions=ps.get("decisions", []),
                iterations=[lg["iters"] for lg in logs[:cfg.workers]],
                max_staleness=ps.get("max_staleness"), applied=ps.get("applied"), held=ps.get("held"),
+               merged_waits=ps.get("merged_waits"),
                accumulated=ps.get("accumulated"), merges_undone=ps.get("merges_undone"),
                staleness_hist=ps.get("staleness_hist"),
                # the server's memory (MiB) before it served, at its peak, and every 32 pushes

@@ -562,7 +562,7 @@ class Proc:
             torch.save(self.snaps, os.path.join(out, f"snapshots{self.rank}.pt"))
         if self.rank == self.ps and self.mode != "bsp":
             st = self.state
-            self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held,
+            self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held, merged_waits=st.merged_waits,
                             accumulated=st.accumulated, merges_undone=self.merge_check.verdicts, version=st.v,
                             staleness_hist=np.bincount(st.staleness).tolist() if st.staleness else [],
                             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

@@ -6,7 +6,8 @@ tested without processes): bounded staleness (the gate of :mod:`.policy`) and da
 each of those groups the new weights. An update is applied when, afterwards, every other
 in-flight group is still at most ``s_max`` versions behind; when every in-flight group is
 waiting and none may go, they are all applied as one version (no deadlock, and every
-applied update's staleness stays ``<= s_max``; ``held`` counts these merges).
+applied update's staleness stays ``<= s_max``; ``merged_waits`` counts these merges, ``held``
+the pushes the gate did not apply at once).
 The rule ``w -= lr (n / B_ref) h(s) g`` follows :mod:`.policy` (``h`` = damping of the
 staleness ``s``, ``expected[g]`` = the grouping's predicted staleness for ``excess``).
 
@@ -40,7 +41,8 @@ class ServerState:
         self.max_staleness = 0
         self.staleness: list[int] = []
         self.applied = 0
-        self.held = 0
+        self.held = 0  # pushes the gate did not apply at once
+        self.merged_waits = 0  # times everybody waited and all went as one version
         self.accumulated = 0  # pushes added to a held update (accumulating while held)
         self.open: set[int] = set()  # groups computing a batch to add to their held update
         self.extra: dict[int, int] = {}  # per group: the batches added to its held update so far
@@ -84,7 +86,10 @@ class ServerState:
         else:
             self.pending.append((group, base, n, grad))
             self.extra[group] = 0
-        return self.drain()
+        out = self.drain()
+        if self.holding(group) and not self.extra[group]:
+            self.held += 1  # a new update, held (a batch added to a held one is not counted again)
+        return out
 
     def holding(self, group: int) -> bool:
         """Is ``group``'s update held by the gate (pushed, not applied)?"""
@@ -115,7 +120,7 @@ class ServerState:
                 # everybody waits and none may go alone: apply them all as one version, so
                 # every staleness stays <= s_max (each was <= s_max before, by induction);
                 # an open update's group is computing and will push (then this applies)
-                self.held += 1
+                self.merged_waits += 1
                 merged = [g for g, *_ in self.pending]
                 for g, b, nn_, gr in self.pending:
                     self._apply(g, b, nn_, gr, bump=False)

@@ -37,9 +37,10 @@ def test_an_open_update_is_not_applied_by_the_everybody_waits_rule_until_its_gro
     assert st.push(0, 0, 1, torch.ones(1)) == []
     assert st.hold_open(0, 4)
     assert st.push(1, 0, 1, torch.ones(1)) == []  # group 0 is computing: no merged step yet
-    assert st.held == 0
+    assert st.merged_waits == 0 and st.held == 2  # both pushes held by the gate
     out = st.push(0, 0, 1, torch.ones(1))  # its batch arrives: both go as one version
-    assert sorted(out) == [(0, 1), (1, 1)] and st.held == 1 and st.accumulated == 1
+    assert sorted(out) == [(0, 1), (1, 1)] and st.merged_waits == 1 and st.accumulated == 1
+    assert st.held == 2  # the batch added to a held update is not a new held push
 
 
 def test_a_held_update_takes_at_most_the_given_number_of_batches_then_waits():
