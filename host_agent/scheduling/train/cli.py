@@ -314,8 +314,8 @@ def run(args: argparse.Namespace) -> int:
                 tuned_out = first = tuning.summarize(runs, tuned)  # what an interrupted run-off keeps
                 picks = tuning.runoff_picks(runs, first["runs"])
                 if picks:  # the run-off: a method's near-equal finalists measured again, all methods alike
-                    print(f"run-off: {len(picks)} finalists within {tuning.RUNOFF_WITHIN:.0%} of their method's fastest, "
-                          f"{args.tune_steps} iterations more each", flush=True)
+                    print(f"run-off: {tuning.runoff_line(runs, picks)} within {tuning.RUNOFF_WITHIN:.0%} of their "
+                          f"method's fastest, {args.tune_steps} iterations more each", flush=True)
                     phase = "run-off"
                     tuned = tuning.merge_runoff(tuned, picks, _session(costs, args, [runs[i] for i in picks],
                                                                 args.tune_steps, quotas))

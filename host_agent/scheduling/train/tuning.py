@@ -129,6 +129,14 @@ def runoff_picks(runs: list[dict], measured: list[dict]) -> list[int]:
     return [i for i in range(len(runs)) if config_of(runs[i]) in keys]
 
 
+def runoff_line(runs: list[dict], picks: list[int]) -> str:
+    """How many finalists the run-off measures: distinct configurations, and the candidates
+    that run them when more (until 2026-11-28 "3 finalists" counted two copies of one
+    configuration, which the docs call one finalist)."""
+    n = len({config_of(runs[i]) for i in picks})
+    return f"{n} finalist{'s' if n != 1 else ''}" + (f" ({len(picks)} candidates)" if len(picks) > n else "")
+
+
 def config_of(r: dict) -> str:
     """What a candidate runs: candidates with one config run the same ops, measured once."""
     return run_key(r) if "schedule" in r else r["label"]

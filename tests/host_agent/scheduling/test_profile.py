@@ -806,6 +806,16 @@ def test_umpipe_keeps_its_equal_split_unless_the_unequal_plan_passes_a_sign_test
 
 
 
+def test_the_run_off_line_counts_distinct_configurations():
+    from host_agent.scheduling.train import tuning
+    runs = [dict(family="umpipe", label="umpipe #1 fill-drain", schedule="ours", rows=[[8], [8]], orders=[["F"]]),
+            dict(family="umpipe", label="umpipe #2 1f1b", schedule="ours", rows=[[8], [8]], orders=[["F"]]),
+            dict(family="torch-1f1b", label="torch-1f1b M=2", schedule="torch-1f1b", M=2)]
+    assert tuning.runoff_line(runs, [0, 1, 2]) == "2 finalists (3 candidates)"
+    assert tuning.runoff_line(runs, [0, 2]) == "2 finalists"
+    assert tuning.runoff_line(runs, [0, 1]) == "1 finalist (2 candidates)"
+
+
 def test_a_method_that_held_a_run_off_keeps_one_of_its_finalists():
     """After a run-off a method chooses among its finalists; a candidate that lost the first
     round keeps only its first-round median and must not win on it, nor be UMPIPE's equal
