@@ -279,8 +279,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
         probe = command({"kind": "probe"})  # under the base quotas: the planners' first measurements
         est0 = Estimates(np.array([p["speed"] for p in probe]), 0.0, 0.0)
         ar = max(p["allreduce"] for p in probe)
-        est0.mig_bw = 2 * (cfg.world - 1) / cfg.world * model_bytes / max(ar, 1e-6)
-        est0.sync_bw = est0.mig_bw / float(est0.speed.min())  # per unit of the slowest process's speed
+        # both per unit of the slowest process's speed, from the all-reduce of all of them
+        est0.sync_bw = 2 * (cfg.world - 1) / cfg.world * model_bytes / max(ar, 1e-6) / float(est0.speed.min())
+        est0.mig_bw = est0.sync_bw
         planners = {m: SlotPlanner("lyapunov" if m == "script" else m, costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
                     for m in cfg.methods}
         ref = SlotPlanner("lyapunov", costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)

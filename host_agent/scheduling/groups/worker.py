@@ -213,14 +213,16 @@ class Worker:
         return self.pgs[leaders]
 
     # ------------------------------------------------------------------ one slot
-    def migrate(self, st: MethodState, new: list[frozenset[int]]) -> tuple[float, int]:
+    def migrate(self, st: MethodState, new: list[frozenset[int]]) -> tuple[int, int, int]:
+        """Move the layers this rank must newly hold; (moves, bytes received, bytes sent)."""
         moves = [m for m in transfers(st.holds, new) if self.numel[m[2]]]  # parameter-free layers need nothing
         r = self.rank
-        pending, got = [], 0
+        pending, got, sent = [], 0, 0
         for src, dst, l in moves:
             if src == r:
                 payload = torch.cat([flat_params(st.layers[l])] + [m.reshape(-1) for m in st.mom[l]])
                 pending.append((dist.isend(payload, dst, tag=TAG_MIGRATE), payload))
+                sent += payload.numel() * 4
         for src, dst, l in moves:
             if dst == r:
                 buf = torch.empty(2 * self.numel[l])
@@ -237,14 +239,14 @@ class Worker:
                 for m in st.mom[l]:
                     m.zero_()
         st.holds = new
-        return len(moves), got
+        return len(moves), got, sent
 
     def slot(self, st: MethodState, plan: ExecPlan, iters: int, n: int, probe: bool = True,
              gather: bool = True) -> dict:
         new = plan.holdings(self.world)
         dist.barrier()
         tm0 = tick()
-        n_moves, got = self.migrate(st, new)
+        n_moves, got, sent = self.migrate(st, new)
         tm1 = tick()
         self.leaders_group(plan.leaders)  # collective: every rank creates the leaders group now
         gi = plan.group_of(self.rank)
@@ -252,7 +254,8 @@ class Worker:
         self.quota = cgroups.read_quota(self.cfg["cgroups"][self.rank]) if self.cfg.get("cgroups") else None
         out = {"iters": [], "work": 0.0, "compute_s": 0.0, "sync_s": [], "sync": [], "phases": [], "losses": [],
                "probe_speed": None,
-               "migration": [tm0, tm1], "migration_moves": n_moves, "migration_bytes_in": got}
+               "migration": [tm0, tm1], "migration_moves": n_moves, "migration_bytes_in": got,
+               "migration_bytes_out": sent}
         for it in range(iters):
             dist.barrier()
             t0 = tick()

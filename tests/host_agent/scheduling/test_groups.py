@@ -478,6 +478,29 @@ def test_allreduce_time_leaves_out_the_wait_for_the_slowest_leader():
     assert est.sync_bw == pytest.approx(1e6 / 0.02 / 0.5)
 
 
+def test_a_migration_runs_at_the_pace_of_the_slowest_process_that_sends_or_receives():
+    """The migration rate is measured and predicted per unit of the slowest involved process's
+    speed: a move to a process at a third of the speed takes three times as long (2026-11-28:
+    a move to a 0.10-CPU process was predicted 17 ms and took 139 ms)."""
+    from host_agent.scheduling.groups.plan import migration_bytes
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    c = _costs()
+    plan = ExecPlan((Group((0,), (0, 6), 64, 64), Group((1,), (0, 6), 64, 64)), 6)
+    idle = dict(sync=[], sync_s=[], compute_s=1.0, probe_speed=None, migration=[0.0, 0.0],
+                migration_bytes_in=0, migration_bytes_out=0)
+    # rank 1 (speed 0.3) received 1 MB from rank 0 (speed 0.9) in 0.5 s; rank 2 (0.1) took no part
+    meas = [dict(idle, work=0.9, migration=[0.0, 0.5], migration_bytes_out=1e6),
+            dict(idle, work=0.3, migration=[0.0, 0.5], migration_bytes_in=1e6), dict(idle, work=0.1)]
+    est = Estimates(np.array([0.9, 0.3, 0.1]), sync_bw=1.0, mig_bw=1.0)
+    est.update(meas, plan, model_bytes=1e6, ema=1.0)
+    assert est.mig_bw == pytest.approx(1e6 / 0.5 / 0.3)
+    est.latency = 0.0
+    pl = SlotPlanner("lyapunov", c, 64, price=[1.0, 1.0, 1.0], V=10.0)
+    to_fast, to_slow = [(1, 0, 2)], [(0, 2, 2)]
+    assert pl.mig_time(est, to_fast) == pytest.approx(migration_bytes(to_fast, c.param_bytes) / (est.mig_bw * 0.3))
+    assert pl.mig_time(est, to_slow) == pytest.approx(3 * pl.mig_time(est, to_fast))
+
+
 def test_speed_is_the_median_iteration_so_one_stall_does_not_count():
     from host_agent.scheduling.groups.planner import Estimates
     plan = ExecPlan((Group((0,), (0, 6), 64, 64),), 6)
