@@ -44,6 +44,7 @@ from ..rank_processes import RankFailure, RankProcesses, host_store
 from ..run_dirs import run_dir
 from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .policy import damping
+from .snapshots import read_snapshots, remove_snapshots
 
 MODES = ("cgp", "bsp", "asp", "ssp")
 POLL_S = 0.02  # seconds between the parent's looks at the run (and its setting of the slot's quotas)
@@ -238,17 +239,15 @@ def _collect(cfg: CGPConfig, spec: str, data: digits.Dataset, out_dir: str, appl
         with open(os.path.join(out_dir, f"rank{r}.json")) as f:
             logs.append(json.load(f))
     holder = 0 if cfg.mode == "bsp" else cfg.workers
-    snap_path = os.path.join(out_dir, f"snapshots{holder}.pt")
-    snaps = torch.load(snap_path)
-    os.remove(snap_path)  # weights, tens of MB: evaluated below, not kept with the logs
     model = digits.built_as_ranks_build(spec, cfg.seed)  # the ranks' buffers (procs.Proc's seed)
     evals = []
     diverged_t = None  # the first snapshot whose weights held NaN or infinities (None: none)
-    for t, v, samples, w in snaps:
+    for t, v, samples, w in read_snapshots(out_dir, holder):
         evals.append(dict(t=float(t), version=int(v), samples=int(samples),
                           test_acc=digits.accuracy_of(model, w, data)))
         if diverged_t is None and not bool(torch.isfinite(w).all()):
             diverged_t = float(t)
+    remove_snapshots(out_dir, holder)  # weights, tens of MB: evaluated above, not kept with the logs
     ps = logs[cfg.workers]
     # the last snapshot is the holder's at the end of training (procs.Proc.run): the final
     # accuracy is the model's at the end, for every method (until 2026-11-27 evening it was the mean

@@ -60,6 +60,7 @@ from .grouping import (balanced_shares, group_periods, over_bound, predicted_sta
                        throughput_loss, worth_switching)
 from .merge_check import MergeCheck, merged
 from .server import ServerState
+from .snapshots import SnapshotWriter
 
 TAG_HDR, TAG_GRAD, TAG_VER, TAG_W = 11, 12, 13, 14
 # the server's answer to a push: [version, FLAG], then the weights unless FLAG is ACCUMULATE
@@ -183,7 +184,7 @@ class Proc:
             kind = self.cfg["damping"] if self.mode == "cgp" else "none"
             state = ServerState(self.w, float(self.cfg["lr"]), self.N * int(self.cfg["local_batch"]), s_max, kind)
             self.state = state
-        self.snaps: list = []
+        self.snaps = SnapshotWriter(self.cfg["out_dir"], self.rank)  # the model holder's, to disk as taken
         self.service: list[float] = []  # the server's time per push (receive, apply, reply)
         # the server's view of every worker: its last compute times, and its last push round
         # trips (doorbell to reply, as a group's leader)
@@ -253,13 +254,13 @@ class Proc:
         # are snapshot_s apart, so the last of them fell anywhere in the run's last snapshot_s,
         # at a different time for every method (4.57 s against 5.11 s in a 5 s run)
         if self.rank == (0 if self.mode == "bsp" else self.ps):
-            self.snaps.append((self.elapsed(), v, self.samples, self.w.clone()))
+            self.snaps.add(self.elapsed(), v, self.samples, self.w)
         self.finish()
 
     def snapshot(self, v: int, w: torch.Tensor) -> None:
         t = self.elapsed()
         if t - self.last_snap >= float(self.cfg["snapshot_s"]):
-            self.snaps.append((t, v, self.samples, w.clone()))
+            self.snaps.add(t, v, self.samples, w)
             self.last_snap = t
 
     def bsp_phase(self, v: int) -> int:
@@ -558,8 +559,7 @@ class Proc:
 
     def finish(self) -> None:
         out = self.cfg["out_dir"]
-        if self.snaps:
-            torch.save(self.snaps, os.path.join(out, f"snapshots{self.rank}.pt"))
+        self.snaps.close()
         if self.rank == self.ps and self.mode != "bsp":
             st = self.state
             self.log.update(max_staleness=st.max_staleness, applied=st.applied, held=st.held, merged_waits=st.merged_waits,

@@ -86,7 +86,7 @@ def test_the_final_snapshot_is_taken_at_the_end_of_every_method():
     from host_agent.scheduling.cgp import procs
     src = inspect.getsource(procs.Proc.run)
     tail = src[src.index("phase += 1"):]
-    assert "self.snaps.append((self.elapsed(), v, self.samples, self.w.clone()))" in tail
+    assert "self.snaps.add(self.elapsed(), v, self.samples, self.w)" in tail
     assert '0 if self.mode == "bsp" else self.ps' in tail
 
 
@@ -717,7 +717,8 @@ rank, n = int(sys.argv[2]), int(cfg["workers"])
 out = cfg["out_dir"]
 if rank == n:  # the server holds the model: its snapshots first, then its results
     w = torch.nn.utils.parameters_to_vector(digits.built_as_ranks_build(cfg["model"], cfg["seed"]).parameters())
-    torch.save([(0.0, 0, 0, w.detach()), (1.0, 3, 96, w.detach())], os.path.join(out, f"snapshots{rank}.pt"))
+    from host_agent.scheduling.cgp.snapshots import write_snapshots
+    write_snapshots(out, rank, [(0.0, 0, 0, w.detach()), (1.0, 3, 96, w.detach())])
 with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
     json.dump({"groupings": [], "taus": [], "iters": [1], "compute_s": 0.1, "wall_s": 1.0}, f)
 while not all(os.path.exists(os.path.join(out, f"rank{r}.json")) for r in range(n + 1)):
@@ -780,3 +781,26 @@ def test_the_server_does_not_keep_a_copy_of_the_weights_per_reply():
     (p0, m0), (p1, m1) = trace[len(trace) // 2 - 1], trace[-1]
     assert (m1 - m0) / (p1 - p0) < 0.2 * model_mb, (trace, model_mb)
     assert rss["peak"] >= rss["serving"] > 0
+
+
+def test_snapshots_go_to_disk_as_taken_and_come_back_in_order(tmp_path):
+    """The model holder writes each snapshot when it takes it (until 2026-11-28 it kept them
+    all in memory to the end of the run); the parent reads them back one at a time."""
+    import os
+
+    from host_agent.scheduling.cgp.snapshots import SnapshotWriter, paths, read_snapshots, remove_snapshots
+    w = SnapshotWriter(str(tmp_path), 3)
+    ws = [torch.randn(10) for _ in range(3)]
+    kept = [x.clone() for x in ws]
+    for k, x in enumerate(ws):
+        w.add(0.5 * k, k, 32 * k, x)
+        x.zero_()  # the caller's tensor changes on: the snapshot is what it held then
+    assert w.index == [(0.0, 0, 0), (0.5, 1, 32), (1.0, 2, 64)] and os.path.exists(paths(str(tmp_path), 3)[0])
+    with pytest.raises(ValueError, match="snapshot of 9 .* the earlier ones 10"):
+        w.add(2.0, 3, 96, torch.zeros(9))
+    w.close()
+    got = list(read_snapshots(str(tmp_path), 3))
+    assert [g[:3] for g in got] == [(0.0, 0, 0), (0.5, 1, 32), (1.0, 2, 64)]
+    assert all(torch.equal(g[3], x) for g, x in zip(got, kept))
+    remove_snapshots(str(tmp_path), 3)
+    assert not any(os.path.exists(p) for p in paths(str(tmp_path), 3))

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from host_agent.scheduling import digits
+from host_agent.scheduling.cgp.snapshots import write_snapshots
 from host_agent.scheduling.groups.checks import check_model_on_data
 from host_agent.scheduling.result_files import check_result_files
 from host_agent.scheduling.pipeline.cgroups import unavailable_reason
@@ -157,10 +158,10 @@ def test_train_cgps_result_has_the_documented_time_to_target_interval(tmp_path):
     for r in range(3):  # what the ranks write at their end (procs.Proc.finish)
         log = dict(groupings=[], iters=1, compute_s=0.1, wall_s=1.0, taus=[], phase_end_s=0.0)
         (tmp_path / f"rank{r}.json").write_text(json.dumps(log))
-    torch.save([(0.5, 1, 64, w), (1.0, 2, 128, w)], tmp_path / "snapshots2.pt")
+    write_snapshots(str(tmp_path), 2, [(0.5, 1, 64, w), (1.0, 2, 128, w)])
     res = _collect(cfg, "digits-cnn", data, str(tmp_path), [], acc / 2)
     assert res["time_to_target_s"] == 0.5 and res["time_to_target_interval_s"] == [0.0, 0.5]
-    torch.save([(0.5, 1, 64, w)], tmp_path / "snapshots2.pt")
+    write_snapshots(str(tmp_path), 2, [(0.5, 1, 64, w)])
     res = _collect(cfg, "digits-cnn", data, str(tmp_path), [], min(1.0, acc + 0.5))
     assert res["time_to_target_s"] is None and res["time_to_target_interval_s"] is None
 
@@ -414,8 +415,7 @@ def test_train_cgp_says_when_training_diverged(tmp_path):
         (tmp_path / f"rank{r}.json").write_text(json.dumps(
             {"groupings": [], "taus": [], "iters": 1, "compute_s": 0.1, "wall_s": 2.0}))
     w = torch.nn.utils.parameters_to_vector(_blob_mlp().parameters()).detach()
-    torch.save([(0.5, 1, 8, w), (1.0, 2, 16, w * float("nan")), (1.5, 3, 24, w * float("nan"))],
-               tmp_path / "snapshots2.pt")
+    write_snapshots(str(tmp_path), 2, [(0.5, 1, 8, w), (1.0, 2, 16, w * float("nan")), (1.5, 3, 24, w * float("nan"))])
     res = library._collect(cfg, f"{__name__}:_blob_mlp", digits.Dataset(*_blob_data()), str(tmp_path), [], None)
     assert res["diverged_t_s"] == 1.0 and res["final_t_s"] == 1.5
 
@@ -789,7 +789,7 @@ def test_the_parents_evaluation_model_has_the_ranks_random_buffers(tmp_path):
     for r in range(3):
         (tmp_path / f"rank{r}.json").write_text(json.dumps(
             {"groupings": [], "taus": [], "iters": 1, "compute_s": 0.1, "wall_s": 2.0}))
-    torch.save([(0.5, 1, 8, w)], tmp_path / "snapshots2.pt")
+    write_snapshots(str(tmp_path), 2, [(0.5, 1, 8, w)])
     torch.manual_seed(12345)  # the parent's generator, wherever it happens to be
     res = library._collect(cfg, spec, data, str(tmp_path), [], None)
     assert res["evals"][0]["test_acc"] == pytest.approx(right)
