@@ -88,8 +88,9 @@ def run(args) -> int:
             json.dump(out, fh, indent=1, default=float)
         print(f"wrote {args.json}")
     if args.plot:
-        plot(out, plot_file(args.plot))
-        print(f"wrote {plot_file(args.plot)}")
+        png = plot_file(args.plot)
+        plot(out, png)
+        print(f"wrote {png}")
     return 0
 
 

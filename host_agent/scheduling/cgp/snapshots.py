@@ -34,9 +34,6 @@ class SnapshotWriter:
         self.numel = 0
         self._f = None
 
-    def __len__(self) -> int:
-        return len(self.index)
-
     def add(self, t: float, version: int, samples: int, w: torch.Tensor) -> None:
         a = w.detach().contiguous().numpy()
         if self._f is None:

@@ -312,7 +312,8 @@ def run(args: argparse.Namespace) -> int:
             if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
                 tuned = _session(costs, args, runs, args.tune_steps, quotas)
                 tuned_out = first = tuning.summarize(runs, tuned)  # what an interrupted run-off keeps
-                picks = tuning.runoff_picks(runs, first["runs"])
+                contenders = tuning.runoff_contenders(runs, first["runs"])
+                picks = tuning.finalist_candidates(runs, contenders)  # as tuning.runoff_picks
                 if picks:  # the run-off: a method's near-equal finalists measured again, all methods alike
                     print(f"run-off: {tuning.runoff_line(runs, picks)} within {tuning.RUNOFF_WITHIN:.0%} of their "
                           f"method's fastest, {args.tune_steps} iterations more each", flush=True)
@@ -323,7 +324,6 @@ def run(args: argparse.Namespace) -> int:
                 tuned_out = tuning.summarize(runs, tuned)
                 tuned_out["runoff"] = [runs[i]["label"] for i in picks]
                 tuned_out["first_round_s"] = {r["label"]: r["measured_s"] for r in first["runs"]}
-                contenders = tuning.runoff_contenders(runs, first["runs"])
                 tuned_out["finalists"] = {f: [runs[i]["label"] for i in idx] for f, idx in contenders.items()}
                 runs, tuned_out["umpipe_choice"] = tuning.keep_tuned(runs, tuned_out["runs"], contenders)
                 if args.profile:

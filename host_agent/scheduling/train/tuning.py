@@ -125,7 +125,12 @@ def runoff_picks(runs: list[dict], measured: list[dict]) -> list[int]:
     (measured once, so its copies read the same: until 2026-11-28 UMPIPE's one-microbatch plan
     read 43.2 ms after the run-off and gpipe M=1, the same configuration, 47.1 ms from the
     first round alone)."""
-    keys = {config_of(runs[i]) for idx in runoff_contenders(runs, measured).values() for i in idx}
+    return finalist_candidates(runs, runoff_contenders(runs, measured))
+
+
+def finalist_candidates(runs: list[dict], contenders: dict[str, list[int]]) -> list[int]:
+    """Every candidate, of any method, that runs a configuration of ``contenders``."""
+    keys = {config_of(runs[i]) for idx in contenders.values() for i in idx}
     return [i for i in range(len(runs)) if config_of(runs[i]) in keys]
 
 

@@ -300,9 +300,9 @@ def run_profile(args: argparse.Namespace) -> int:
                                        **fam.public()))
             print(f"wrote {args.json}")
         if args.plot:
-            if plot_family(costs, fam, plot_file(args.plot),
-                           f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
-                print(f"wrote {plot_file(args.plot)}")
+            png = plot_file(args.plot)
+            if plot_family(costs, fam, png, f"{prof['model']} from {args.profile}, B={B}, quotas {quotas}"):
+                print(f"wrote {png}")
             else:
                 print(f"{args.plot}: not written (no plan fits)", file=sys.stderr)
     except OSError as e:
@@ -425,8 +425,9 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, public(out))
         print(f"wrote {args.json}")
     if args.plot:
-        plot_gantt(out, plot_file(args.plot))
-        print(f"wrote {plot_file(args.plot)}")
+        png = plot_file(args.plot)
+        plot_gantt(out, png)
+        print(f"wrote {png}")
     return 0
 
 
