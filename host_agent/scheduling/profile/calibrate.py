@@ -156,6 +156,20 @@ def link_latency(runs: list[dict], measured: list[dict], S: int, min_wait: float
     return (statistics.median(lat), len(lat)) if lat else (None, 0)
 
 
+def check_calibration_batch(B: int, least: int = 1) -> None:
+    """ValueError naming ``--batch`` unless a minibatch of ``B`` splits into two microbatch
+    counts (1 and 2) whose microbatches hold ``least`` samples or more (the model's least), as
+    the calibration's fits need. Until 2026-11-28 ``saatp profile --batch 1`` (and ``saatp train
+    pipeline --batch 1`` without ``--profile``) timed the layers and the link first, then failed
+    with "the calibration needs two microbatch counts whose microbatches hold >= 1 samples (B =
+    1)", naming neither the option nor a way out."""
+    if B // 2 < least:
+        raise ValueError(f"--batch {B}: the calibration runs need two microbatch counts of at least {least} "
+                         f"sample{'s' if least > 1 else ''} each (1 and 2 microbatches), so B >= {2 * least}; give "
+                         f"--batch {2 * least} or more, or take the profile with saatp profile --no-calibrate (its "
+                         f"plans are then uncalibrated) and pass it as --profile with --batch {B}")
+
+
 def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], Ms=(1, 2, 4, 8, 16),
               steps: int = 3, backend: str = "gloo", prof: dict | None = None,
               stall_s: float | None = DEFAULT_STALL_S) -> dict:
@@ -163,10 +177,8 @@ def calibrate(costs: PipelineCosts, model: str, quotas: Sequence[float | None], 
     entry. With ``prof`` the points also get the calibrated model's predictions. ``stall_s``:
     :func:`..pipeline.launch.run`'s stall limit."""
     least = int(costs.info.get("min_microbatch", 1))
+    check_calibration_batch(costs.B, least)
     Ms = [m for m in Ms if m <= costs.B and min(equal_sizes(costs.B, m)) >= least]
-    if len(Ms) < 2:
-        raise ValueError(f"the calibration needs two microbatch counts whose microbatches hold >= {least} "
-                         f"samples (B = {costs.B})")
     ours, theirs = _runs(costs, Ms), torch_runs(costs, Ms)
     runs = ours + theirs
     # the regime of saatp train pipeline: each timed iteration right after an untimed one of

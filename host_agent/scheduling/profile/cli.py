@@ -21,7 +21,7 @@ from ..pipeline.models import build_layers, check_batch, load_model
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
 from ..result_files import check_result_path
-from .calibrate import calibrate_split
+from .calibrate import calibrate_split, check_calibration_batch
 from .fit import fit_knee, fit_line
 from .link import measure_link
 
@@ -219,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
             # layers and the link were measured (2026-11-28)
             raise ValueError(f"--batch must be >= 1 and --min-time > 0 seconds, got {args.batch} and "
                              f"{args.min_time:g}")
+        if not args.no_calibrate:
+            check_calibration_batch(args.batch)  # before the layers and the link are timed
         prof = run_profile(args.model, quotas, sizes, args.min_time, B=None if args.no_calibrate else args.batch,
                            cuts=cuts, stall_s=args.stall_timeout, backend=args.backend)
     except (ValueError, RuntimeError) as e:

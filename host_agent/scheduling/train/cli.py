@@ -40,6 +40,7 @@ import time
 from ..interrupts import exit_143
 from ..profile import cli as profile_cli
 from ..profile import costs as profile_costs
+from ..profile.calibrate import check_calibration_batch
 from ..pipeline import cgroups, launch
 from ..pipeline.models import build_layers, check_batch, load_model
 from ..pipeline.torch_schedules import TORCH_SCHEDULES
@@ -251,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
                       f"{'; ...' if len(changed) > 3 else ''}): its times are not this model's; run saatp profile "
                       f"again", flush=True)
         else:
+            check_calibration_batch(args.batch)  # before the layers and the link are timed
             # calibrated on the run's own split (--cuts): a calibration on another split is not
             # used, and until 2026-11-27 (22:00 UTC) it silently left the predictions uncalibrated
             prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout,

@@ -145,6 +145,26 @@ def test_profile_refuses_a_batch_or_timing_loop_below_one_before_anything_runs(a
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", [["profile", "--out", "p.json"], ["train", "pipeline"]])
+def test_a_batch_the_calibration_cannot_split_is_refused_before_the_layers_are_timed(command, tmp_path,
+                                                                                      monkeypatch, capsys):
+    """``saatp profile --batch 1`` (and ``train pipeline --batch 1`` without ``--profile``) timed
+    the layers and the link, then failed with "the calibration needs two microbatch counts whose
+    microbatches hold >= 1 samples (B = 1)", naming neither the option nor a way out."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile.calibrate import check_calibration_batch
+
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--batch", "1"]) == 2
+    got = capsys.readouterr()
+    assert "--batch 1: the calibration runs need two microbatch counts" in got.err and "B >= 2" in got.err
+    assert "--no-calibrate" in got.err and "profiling" not in got.out and not (tmp_path / "p.json").exists()
+    check_calibration_batch(2)
+    check_calibration_batch(4, least=2)
+    with pytest.raises(ValueError, match=r"--batch 3: .* at least 2 samples each .* B >= 4; give --batch 4"):
+        check_calibration_batch(3, least=2)
+
+
 def test_plan_umpipe_says_when_the_batch_is_below_the_models_least_microbatch(tmp_path, capsys):
     """Every plan was "(nothing fits)", exit 1, with no reason."""
     from host_agent.scheduling.umpipe import cli
