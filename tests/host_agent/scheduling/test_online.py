@@ -260,3 +260,33 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
                                  "--json", str(tmp_path / "new" / "x.json")])) == 0
     assert (tmp_path / "new" / "x.json").is_file()
     assert cli.run(p.parse_args(["--scenario", "small", "--slots", "1"])) == 2
+
+
+def test_cli_says_when_the_budget_cannot_be_met_or_is_not_matched(tmp_path, capsys):
+    """A budget below the cheapest plan of every slot is named as such (until 2026-11-28 every
+    method showed cost/budget ~10 without a word); runs above the budget are named too, since
+    the table's title says the comparison is at matched cost."""
+    import argparse
+    from host_agent.scheduling.online import cli
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    js = tmp_path / "r.json"
+    args = ["--scenario", "small", "--slots", "20", "--Vs", "10", "--quiet", "--methods", "joint,bsp", "--json", str(js)]
+    assert cli.run(p.parse_args(args + ["--budget-frac", "0.05"])) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    d = json.loads(js.read_text())
+    floor = d["cheapest_cost_over_budget"]
+    assert floor > 2
+    assert f"the budget cannot be met: the cheapest plan of each slot (the candidate device sets, each at its " \
+           f"fastest plan) averages {floor:.3g}x it" in out
+    assert all(x["cost_over_budget"] >= floor * 0.999 for x in d["runs"])
+    assert cli.run(p.parse_args(args + ["--budget-frac", "0.5"])) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    d = json.loads(js.read_text())
+    assert d["cheapest_cost_over_budget"] <= 1
+    over = [x for x in d["runs"] if x["cost_over_budget"] > 1.05]
+    assert over and "cannot be met" not in out
+    assert "above the budget by more than 5 %: " + ", ".join(
+        f"{x['method']} {x['cost_over_budget']:.2f}x" for x in over) + " over 20 slots" in out
+    assert cli.run(p.parse_args(args + ["--budget-frac", "3"])) == 0
+    assert "warning" not in capsys.readouterr().out
