@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from ..result_files import check_result_files, plot_file
+from ..result_files import check_result_files, plot_file, write_json
 from .sim import METHODS, SimConfig, Simulator
 
 SCENARIOS = {
@@ -47,7 +47,7 @@ def compare(results: dict, cfg: SimConfig) -> dict:
              "max_staleness": r.max_staleness, "versions": r.versions, "regroups": r.regroups,
              "mean_acc_2nd_half": float(np.mean(r.acc[len(r.acc) // 2:]))}
         if bsp is not None:
-            d["speedup_vs_bsp"] = r.throughput / bsp.throughput
+            d["speedup_vs_bsp"] = r.throughput / bsp.throughput if bsp.throughput > 0 else float("nan")
             d["time_to_target"] = r.time_to_loss(target)
             tb = bsp.time_to_loss(target)
             d["ttl_ratio_vs_bsp"] = d["time_to_target"] / tb if np.isfinite(tb) and tb > 0 else float("nan")
@@ -84,8 +84,9 @@ def run(args) -> int:
         out["torch"] = run_torch()
         print_torch(out["torch"])
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1, default=float)
+        # strict JSON as the other commands write it: a target not reached was 'Infinity', a
+        # comparison without BSP 'NaN' (until 2026-11-28); numpy numbers through float
+        write_json(args.json, json.loads(json.dumps(out, default=float)))
         print(f"wrote {args.json}")
     if args.plot:
         png = plot_file(args.plot)
@@ -118,11 +119,17 @@ def print_report(out: dict) -> None:
             "acc - BSP (pp)", "acc - ASP (pp)", "max stale", "regroups")
     for c in cols:
         t.add_column(c, justify="left" if c == "method" else "right")
+    def cell(d: dict, key: str, fmt: str) -> str:
+        # a comparison with a method that did not run, or a target not reached, is '-' (it
+        # read 'nan', '+nan' and 'inf' until 2026-11-28)
+        v = d.get(key)
+        return "-" if v is None or not np.isfinite(v) else format(v, fmt)
+
     for m, d in cmp["methods"].items():
-        t.add_row(m, f"{d['throughput']:.1f}", f"{d.get('speedup_vs_bsp', float('nan')):.2f}",
-                  f"{d.get('time_to_target', float('nan')):.0f}", f"{d.get('ttl_ratio_vs_bsp', float('nan')):.2f}",
-                  f"{d['final_loss']:.4f}", f"{d['final_acc']:.4f}", f"{d.get('acc_minus_bsp_pp', float('nan')):+.2f}",
-                  f"{d.get('acc_minus_asp_pp', float('nan')):+.2f}", str(d["max_staleness"]), str(d["regroups"]))
+        t.add_row(m, f"{d['throughput']:.1f}", cell(d, "speedup_vs_bsp", ".2f"), cell(d, "time_to_target", ".0f"),
+                  cell(d, "ttl_ratio_vs_bsp", ".2f"), f"{d['final_loss']:.4f}", f"{d['final_acc']:.4f}",
+                  cell(d, "acc_minus_bsp_pp", "+.2f"), cell(d, "acc_minus_asp_pp", "+.2f"), str(d["max_staleness"]),
+                  str(d["regroups"]))
     con.print(t)
 
 

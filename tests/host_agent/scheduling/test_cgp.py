@@ -214,3 +214,31 @@ def test_cli_small(tmp_path, capsys):
     assert (tmp_path / "new" / "x.json").is_file()
     assert "no target loss (BSP, whose loss halfway it is, did not run)" in capsys.readouterr().out
     assert cli.run(p.parse_args(["--scenario", "small", "--duration", "-1"])) == 2
+
+
+def test_cli_short_durations_and_comparisons_without_bsp(tmp_path, capsys):
+    """--duration below the log interval is refused naming it (a ZeroDivisionError traceback
+    until 2026-11-28); samples/s are over the time of the last log, where the final figures are
+    taken (a 6-s run logged at 4 s counted 6 s of samples over 4 s); the JSON is strict (a target
+    not reached was Infinity) and the table says '-' for what was not compared ('nan')."""
+    import argparse
+    from host_agent.scheduling.cgp import cli
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    assert cli.run(p.parse_args(["--scenario", "moving", "--duration", "3", "--methods", "bsp,cgp"])) == 2
+    assert "--duration must be >= 4" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="shorter than the log interval"):
+        SimConfig(duration=3.0)
+    r = Simulator(SimConfig(duration=6.0, n_train=500, n_test=100)).run("bsp")
+    assert r.times[-1] == 4.0 and r.total_samples > r.samples[-1]
+    assert r.throughput == r.samples[-1] / 4.0
+    js = tmp_path / "c.json"
+    assert cli.run(p.parse_args(["--scenario", "moving", "--duration", "6", "--methods", "bsp,cgp",
+                                 "--json", str(js)])) == 0
+    d = json.loads(js.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    assert d["comparison"]["methods"]["cgp"]["time_to_target"] is None  # not reached in 6 s
+    capsys.readouterr()
+    assert cli.run(p.parse_args(["--scenario", "small", "--duration", "8", "--methods", "cgp,asp"])) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "inf" not in out
+    assert any(line.startswith("│ cgp ") and "│     - │" in line for line in out.splitlines())
