@@ -6,6 +6,7 @@ Profile JSON (written by :mod:`.cli`)::
      "cfs_period_s": 0.01,
      "cpu": {"overhead": s,
              "layers": [{"name", "fwd": {b: s}, "bwd": {b: s}, "opt": s, "param_bytes",
+                         "trainable_bytes", "buffer_bytes",
                          "out_bytes_per_sample", "stash_bytes_per_sample",
                          "fit_fwd": {alpha, beta, knee, max_rel_err}, "fit_bwd": {...}}]},
      "link": {"latency": s, "per_byte": s, "points": [[bytes, s], ...]},
@@ -84,8 +85,9 @@ def load(path: str) -> dict:
     layers = (prof["cpu"] or {}).get("layers") if isinstance(prof["cpu"], dict) else None
     # a layer's parameter bytes (train pipeline compares them with the model's: a string failed
     # there with "invalid literal for int() with base 10: 'x'", naming neither file nor key)
-    sized = [(f"cpu.layers[{i}].param_bytes", L.get("param_bytes"), 0, True)
-             for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)]
+    sized = [(f"cpu.layers[{i}].{key}", L.get(key), 0, True)
+             for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)
+             for key in ("param_bytes", "trainable_bytes", "buffer_bytes")]
     for where, v, least, whole in (*sized,
             ("cfs_period_s", prof.get("cfs_period_s"), 0.0, False),
             ("min_microbatch", prof.get("min_microbatch"), 1, True),
@@ -231,8 +233,19 @@ def stage_least_bytes(prof: dict, lo: int, hi: int, s: int, S: int, B: int, mmax
     least = max(1, int(prof.get("min_microbatch", 1)))
     M = max(1, min(int(mmax), B // least))
     held = min(S - s, M) * -(-B // M)  # equal_sizes puts the larger microbatches first
-    return sum(optimizer_state_factor * float(x["param_bytes"]) + held * float(x["stash_bytes_per_sample"])
-               for x in layers)
+    return sum(static_bytes(x, optimizer_state_factor) + held * float(x["stash_bytes_per_sample"]) for x in layers)
+
+
+def static_bytes(layer: dict, optimizer_state_factor: float = 3.0) -> float:
+    """A profiled layer's bytes whatever the plan: its parameters, the gradients and optimizer
+    state of the trainable ones (``optimizer_state_factor - 1`` copies: SGD's gradient and
+    momentum), and its buffers. A profile without ``trainable_bytes`` (before 2026-11-28) counts
+    every parameter as trainable; until then frozen parameters counted three times (a model
+    whose frozen stage was its fullest was told no plan fits at 3x its weights) and buffers
+    not at all."""
+    p = float(layer["param_bytes"])
+    return (p + float(layer.get("buffer_bytes", 0.0))
+            + (optimizer_state_factor - 1) * float(layer.get("trainable_bytes", p)))
 
 
 def fits_at_all(prof: dict, cuts: Sequence[int], S: int, B: int, limit_bytes: float | None, mmax: int = 16,
@@ -317,7 +330,7 @@ def build(prof: dict, B: int, quotas: Sequence[float | None], cuts: Sequence[int
         out_b = float(layers[hi - 1]["out_bytes_per_sample"])
         sl.append(lat)
         sb.append(per * out_b)
-        static.append(optimizer_state_factor * sum(float(l["param_bytes"]) for l in layers[lo:hi]))
+        static.append(sum(static_bytes(x, optimizer_state_factor) for x in layers[lo:hi]))
         stash.append(sum(float(l["stash_bytes_per_sample"]) for l in layers[lo:hi]))
         names.append(f"q{quota_key(q)}[{lo}:{hi}]")
     if use_cal and cal.get("link_latency") is not None:

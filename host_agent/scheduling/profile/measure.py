@@ -187,8 +187,15 @@ def profile_layers(spec: ModelSpec, sizes: Sequence[int], min_s: float = 0.05, s
             layer.zero_grad(set_to_none=True)
             h = y.detach()
     for i, layer in enumerate(layers):
-        params = [p for p in layer.parameters()]
-        out[i]["param_bytes"] = sum(p.numel() * p.element_size() for p in params)
+        out[i]["param_bytes"] = sum(p.numel() * p.element_size() for p in layer.parameters())
+        # frozen parameters (requires_grad=False) have no gradient and no momentum, and the
+        # optimizer step skips them; buffers (BatchNorm's statistics, a fixed positional table)
+        # are held once. Until 2026-11-28 the planners counted every parameter three times and
+        # no buffer, and the optimizer step was timed over frozen parameters too
+        # (costs.static_bytes)
+        params = [p for p in layer.parameters() if p.requires_grad]
+        out[i]["trainable_bytes"] = sum(p.numel() * p.element_size() for p in params)
+        out[i]["buffer_bytes"] = sum(b.numel() * b.element_size() for b in layer.buffers())
         if params:
             for p in params:
                 p.grad = torch.zeros_like(p)

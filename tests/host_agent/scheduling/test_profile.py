@@ -165,6 +165,52 @@ def test_profile_layers_measures_every_layer():
     assert convs and all(L["opt"] > 0 and L["stash_bytes_per_sample"] > 0 for L in convs)
 
 
+FROZEN_MODEL = '''
+import torch
+from torch import nn
+
+
+class Table(nn.Module):  # a fixed positional table: a buffer, no parameter
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pe", torch.ones(10))
+
+    def forward(self, x):
+        return x + self.pe
+
+
+def spec():
+    def build():
+        m = nn.Sequential(Table(), nn.Linear(10, 20), nn.Linear(20, 20), nn.Linear(20, 3))
+        m[2].requires_grad_(False)
+        return m
+    return (build, lambda B, step: (torch.randn(B, 10), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_memory_counts_frozen_parameters_once_and_buffers(tmp_path, monkeypatch):
+    """A frozen layer (requires_grad=False) has no gradient and no momentum, a buffer is held
+    once: until 2026-11-28 every parameter counted three times and a buffer not at all, so a
+    model whose fullest stage was frozen was told no plan fits a limit its plans fit."""
+    (tmp_path / "saatp_frozen_model_xyz.py").write_text(FROZEN_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    res = profile_layers(load_model("saatp_frozen_model_xyz:spec"), [1, 2], min_s=0.001)
+    L = res["layers"]
+    assert [x["param_bytes"] for x in L] == [0, 4 * 220, 4 * 420, 4 * 63]
+    assert [x["trainable_bytes"] for x in L] == [0, 4 * 220, 0, 4 * 63]
+    assert [x["buffer_bytes"] for x in L] == [40, 0, 0, 0]
+    assert L[2]["opt"] == 0.0  # the optimizer step skips frozen parameters
+    assert [costs.static_bytes(x) for x in L] == [40.0, 3 * 4 * 220.0, 4 * 420.0, 3 * 4 * 63.0]
+    old = {"param_bytes": 1000}  # a profile from before 2026-11-28: every parameter trainable
+    assert costs.static_bytes(old) == 3000.0
+    prof = two_stage_profile()
+    for x, b in zip(prof["cpu"]["layers"], L + L[:2]):
+        x.update({k: b[k] for k in ("param_bytes", "trainable_bytes", "buffer_bytes")})
+    c = costs.build(prof, 16, [None, None], cuts=[3])
+    assert c.info["static_bytes"] == [40.0 + 3 * 880 + 1680, 3 * 252 + 40 + 3 * 880]
+
+
 def test_plan_umpipe_reads_a_profile(tmp_path, capsys):
     import json
 
