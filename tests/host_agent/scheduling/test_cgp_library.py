@@ -804,3 +804,24 @@ def test_snapshots_go_to_disk_as_taken_and_come_back_in_order(tmp_path):
     assert all(torch.equal(g[3], x) for g, x in zip(got, kept))
     remove_snapshots(str(tmp_path), 3)
     assert not any(os.path.exists(p) for p in paths(str(tmp_path), 3))
+
+
+def test_the_cgp_plot_tells_eleven_methods_apart(tmp_path, monkeypatch):
+    """train cgp --ablation draws 11 methods: until 2026-11-28 the 11th took the 1st's colour and
+    line style (matplotlib cycles 10 colours), so cgp-unchecked-merges looked like cgp."""
+    from host_agent.scheduling.cgp.train_cli import ABLATION
+    from host_agent.scheduling.groups.plot import plot_cgp
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = ["cgp", "bsp", "asp", "ssp"] + list(ABLATION)
+    assert len(names) >= 11
+    ev = [dict(t=0.1, version=1, samples=128, test_acc=0.3), dict(t=0.6, version=9, samples=1408, test_acc=0.7,
+                                                                  batch_time_s=0.05)]
+    figs, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: (figs.append(fig), close(fig)))
+    plot_cgp({"runs": {n: {"evals": ev} for n in names}, "target_acc": 0.9}, str(tmp_path / "c.png"))
+    for a in figs[0].axes:
+        styles = {(matplotlib.colors.to_hex(line.get_color()), line.get_linestyle()): line.get_label()
+                  for line in a.get_lines() if line.get_label() in names}
+        assert sorted(styles.values()) == sorted(names)
