@@ -55,7 +55,10 @@ class QuotaRunOptions:
         (which must also be finite)."""
         for name, option, ok, want in checks:
             value = getattr(self, name)
-            require(name, value, bool(ok) and math.isfinite(float(value)), want, option)
+            finite = math.isfinite(float(value))
+            # an infinite value passes '> 0': it was refused as "must be > 0 seconds, got inf"
+            # (--duration inf; until 2026-11-28)
+            require(name, value, bool(ok) and finite, want if finite else f"a finite number {want}", option)
 
 
 def require(name: str, value, ok: bool, want: str, option: str | None = None) -> None:

@@ -184,7 +184,10 @@ def test_the_config_names_the_check_that_failed_and_its_value():
                     (dict(slot_s=0.005), r"slot_s \(--slot\) must be >= 0.05 seconds .* got 0.005"),
                     (dict(ps_quota=0.0), r"ps_quota \(--ps-quota\) must be > 0 CPUs, got 0.0"),
                     (dict(local_batch=0), r"local_batch \(--batch\) must be >= 1, got 0"),
-                    (dict(lr=float("nan")), r"lr \(--lr\) must be > 0, got nan"),
+                    (dict(lr=float("nan")), r"lr \(--lr\) must be a finite number > 0, got nan"),
+                    # inf passes '> 0': it read "must be > 0 seconds, got inf" (until 2026-11-28)
+                    (dict(duration_s=float("inf")), r"duration_s \(--duration\) must be a finite number > 0 seconds, "
+                                                    r"got inf"),
                     (dict(snapshot_s=0.0), r"snapshot_s \(--snapshot\) must be > 0 seconds, got 0.0"),
                     (dict(base_quotas=(0.25, 0.0, 0.2, 0.1)), r"base quota of worker 1 \(--quotas\) must be > 0")):
         with pytest.raises(ValueError, match=msg):
