@@ -15,10 +15,14 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
+import torch
+
 from ..progress import DEFAULT_STALL_S, StallWatch
 from ..rank_processes import RankFailure, RankProcesses, check_backend, free_port
 from ..run_dirs import run_dir
 from .cgroups import CpuQuotas
+from .models import build_layers, load_model
+from .torch_schedules import TORCH_SCHEDULES, can_run
 from .worker import StageConfig, config_dict, runs_of
 
 
@@ -41,19 +45,34 @@ def _wait(ranks: RankProcesses, out_dir: str, timeout_s: float, stall_s: float |
 
 
 def check_config(cfg: StageConfig) -> None:
-    """ValueError (before any process starts) unless the plan fits the model split and the
-    backend is one the stages support."""
+    """ValueError (before any process starts) unless the backend is one the stages support, the
+    model loads and its layers split at ``cfg.cuts``, and every run's plan fits the split
+    (torch's ``Schedule1F1B`` also M >= the stage count). Until 2026-11-28 a model that did not
+    load, cuts beyond its layers and torch's 1F1B with fewer microbatches than stages started
+    the stages, which each failed: the caller got "pipeline run failed: stage 0 (exit status 1),
+    ..." and the reason only in every stage's log tail."""
     check_backend(cfg.backend)
     world = len(cfg.cuts) + 1
+    with torch.random.fork_rng(devices=[]):  # FN and build_layers draw and seed: the caller's stream stays as it was
+        spec = load_model(cfg.model)
+        n = len(build_layers(spec, cfg.seed))
+    if list(cfg.cuts) != sorted(set(cfg.cuts)) or not all(0 < c < n for c in cfg.cuts):
+        raise ValueError(f"cuts {list(cfg.cuts)}: model {spec.name} has {n} layers (children of its nn.Sequential), "
+                         f"so the cuts must be increasing within 1..{n - 1}, at most {n - 1} of them")
     for run in runs_of(cfg):
         _check_run(run, world, cfg.B)
 
 
 def _check_run(run: dict, world: int, B: int) -> None:
     if run["schedule"] != "ours":
+        if run["schedule"] not in TORCH_SCHEDULES:
+            raise ValueError(f"unknown schedule {run['schedule']!r}: ours, {', '.join(TORCH_SCHEDULES)}")
         M = int(run.get("M") or 0)
         if M < 1 or B % M:
             raise ValueError(f"{run['schedule']}: microbatch count M={M} must divide B={B}")
+        if not can_run(run["schedule"], M, B, world):
+            raise ValueError(f"{run['schedule']}: microbatch count M={M} must be at least the {world} stages "
+                             f"(torch's Schedule1F1B)")
         return
     rows, orders = run["rows"], run["orders"]
     if len(rows) != world or len(orders) != world:

@@ -73,17 +73,53 @@ def test_mismatched_rows_fail_clearly(tmp_path):
         launch.run(cfg, keep_dir=str(tmp_path), timeout_s=120)
 
 
-def test_a_failing_stage_fails_the_run_with_its_log(tmp_path):
-    """Every stage exits with the model's error (not an nn.Sequential): the run fails at once,
-    naming the stages and quoting their logs."""
-    cfg = StageConfig(model="tests.testsupport.user_models:net", cuts=[1], B=4, steps=1, warmup=0,
+FAILING_BATCH = '''
+from torch import nn
+
+
+def spec():
+    def batch(B, step):
+        raise RuntimeError("make_batch has no data on this host")
+    return (lambda: nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2)), batch, lambda out, y: out.sum())
+'''
+
+
+def test_a_failing_stage_fails_the_run_with_its_log(tmp_path, monkeypatch):
+    """Every stage exits with the model's error (its make_batch fails in the stages): the run
+    fails at once, naming the stages and quoting their logs."""
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "saatp_failing_batch_xyz.py").write_text(FAILING_BATCH)
+    monkeypatch.syspath_prepend(str(tmp_path / "mod"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "mod"), os.environ.get("PYTHONPATH", "")]))
+    cfg = StageConfig(model="saatp_failing_batch_xyz:spec", cuts=[1], B=4, steps=1, warmup=0,
                       schedule="torch-gpipe", M=2)
+    run = tmp_path / "run"
     with pytest.raises(RuntimeError) as e:
-        launch.run(cfg, keep_dir=str(tmp_path), timeout_s=120)
+        launch.run(cfg, keep_dir=str(run), timeout_s=120)
     msg = str(e.value)
     assert msg.startswith("pipeline run failed: stage 0 (exit status 1), stage 1 (exit status 1) ended the run"), msg
-    assert f"the ranks' logs are in {tmp_path}, their ends:" in msg and "--- rank 1 ---" in msg
-    assert "user_models:net() must return a ModelSpec" in msg
+    assert f"the ranks' logs are in {run}, their ends:" in msg and "--- rank 1 ---" in msg
+    assert "make_batch has no data on this host" in msg
+
+
+@pytest.mark.parametrize("cfg, message", [
+    # the model's error: every stage failed with it, and the caller read "stage 0 (exit status 1), ..."
+    (dict(model="tests.testsupport.user_models:net", cuts=[1]), r"user_models:net\(\) must return a ModelSpec"),
+    (dict(model="vgg-mini", cuts=[5, 15]), r"cuts \[5, 15\]: model vgg-mini has 15 layers .* within 1\.\.14"),
+    (dict(model="vgg-mini", cuts=[5, 5]), r"cuts \[5, 5\]: .* must be increasing"),
+    (dict(model="vgg-mini", cuts=[4, 9], schedule="torch-1f1b", M=2),
+     r"torch-1f1b: microbatch count M=2 must be at least the 3 stages"),
+    (dict(model="vgg-mini", cuts=[4], schedule="torch-zb", M=2), r"unknown schedule 'torch-zb'")])
+def test_what_the_stages_would_fail_on_is_refused_before_they_start(cfg, message, tmp_path):
+    """A model that does not load, cuts beyond its layers, torch's 1F1B with fewer microbatches
+    than stages: until 2026-11-28 launch.run started the stages, which each failed, and the
+    reason was only in every stage's log tail."""
+    cfg = StageConfig(**dict(dict(B=4, steps=1, warmup=0, schedule="torch-gpipe", M=2), **cfg))
+    state = torch.random.get_rng_state()
+    with pytest.raises(ValueError, match=message):
+        launch.run(cfg, keep_dir=str(tmp_path / "run"), timeout_s=120)
+    assert not (tmp_path / "run" / "rank0.log").exists()  # no stage started
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's random stream as it was
 
 
 @pytest.mark.slow
