@@ -103,10 +103,8 @@ def _candidates(costs, fam: family.PlanFamily, schedules: list[str], k: int, mma
             ms = [m for m in range(1, min(B, mmax) + 1) if sch not in TORCH_SCHEDULES or can_run(sch, m, B, S)]
         cands = []
         for m in ms:
-            if sch in TORCH_SCHEDULES and B % m:
-                raise ValueError(f"{sch}: M={m} must divide B={B}")
-            if sch == "torch-1f1b" and m < S:
-                raise ValueError(f"torch-1f1b needs M >= stages ({S}), got M={m}")
+            if sch in TORCH_SCHEDULES:  # only a count --microbatches names gets here
+                check_microbatches(m, [sch], B, S)
             rows = [equal_sizes(B, m)] * S
             cand = family.evaluate(costs, rows, kind, limit=limit)
             if cand.fits:
@@ -121,6 +119,25 @@ def _candidates(costs, fam: family.PlanFamily, schedules: list[str], k: int, mma
                 run.update(schedule="ours", rows=rows, orders=cand.orders)
             runs.append(run)
     return runs
+
+
+def check_microbatches(M: int, schedules: list[str], B: int, S: int) -> None:
+    """ValueError naming ``--microbatches`` when one of the baselines ``schedules`` cannot run
+    ``M`` microbatches of a minibatch of ``B`` on ``S`` stages (M at most B; torch's M must
+    divide B, its 1F1B also M >= S). Until 2026-11-28 the message named neither option ("torch-gpipe: M=4 must divide
+    B=10"), and without ``--profile`` it came after the profiling."""
+    if M > B and schedules:  # "need 1 <= M <= B, got M=20, B=10" until 2026-11-28
+        raise ValueError(f"--microbatches {M}: more microbatches than the minibatch's B={B} samples (--batch)")
+    for sch in schedules:
+        if sch not in TORCH_SCHEDULES:
+            continue
+        if B % M:
+            raise ValueError(f"--microbatches {M}: {sch} splits the minibatch into M equal microbatches, so M "
+                             f"must divide B={B} (--batch); leave out --microbatches to take each schedule's "
+                             f"best count")
+        if sch == "torch-1f1b" and M < S:
+            raise ValueError(f"--microbatches {M}: torch-1f1b needs M >= the {S} stages; leave out "
+                             f"--microbatches to take each schedule's best count")
 
 
 def _with_baseline_splits(costs, runs: list[dict], baselines: list[dict], limit) -> list[dict]:

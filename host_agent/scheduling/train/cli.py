@@ -237,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
         check_result_files(args.json, None)  # a missing directory lost the result with a traceback
         profile_costs.check_not_the_profile(args.profile, json=args.json)
         check_batch(spec, args.batch)
+        if M is not None:  # before the profiling (without --profile, tens of seconds), not after it
+            candidates.check_microbatches(M, [s for s in schedules if s != "umpipe"], args.batch, args.stages)
         if args.profile:
             prof = profile_costs.load(args.profile)
             if prof["model"] != args.model:

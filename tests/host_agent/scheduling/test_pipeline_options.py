@@ -49,6 +49,13 @@ def test_quota_and_cuts_name_their_option():
     # below the kernel's least cfs_quota_us (1 ms per 10 ms): raised to 0.1 CPU without a word
     (["--quota", "0.05"], "stage 0 has a CPU quota of 0.05 CPU, below 0.1 CPU, the least a cgroup takes"),
     (["--quota", "0.3", "--slow", "2:0.09"], "stage 2 has a CPU quota of 0.09 CPU, below 0.1 CPU"),
+    # a count torch's schedules cannot run: after the profiling, naming neither option
+    (["--quota", "none", "--batch", "10", "--microbatches", "4", "--schedule", "gpipe", "--schedule", "torch-gpipe"],
+     "--microbatches 4: torch-gpipe splits the minibatch into M equal microbatches, so M must divide B=10 (--batch)"),
+    (["--quota", "none", "--batch", "4", "--microbatches", "2", "--schedule", "torch-1f1b"],
+     "--microbatches 2: torch-1f1b needs M >= the 3 stages"),
+    (["--quota", "none", "--batch", "10", "--microbatches", "20", "--schedule", "gpipe"],
+     "--microbatches 20: more microbatches than the minibatch's B=10 samples (--batch)"),
 ])
 def test_train_pipeline_refuses_odd_values_before_anything_runs(args, message, capsys):
     from host_agent.scheduling.train import cli
