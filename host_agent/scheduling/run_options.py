@@ -47,6 +47,9 @@ class QuotaRunOptions:
             if not ok:
                 raise ValueError(f"base quota of {rank} {r} (--quotas) must be > 0 CPUs, got {q!r}")
         require("timeout_s", self.timeout_s, self.timeout_s > 0, "> 0")
+        # numpy's generator takes no negative seed: until 2026-11-28 --trace-seed -2 failed with
+        # numpy's "expected non-negative integer" alone
+        require("trace_seed", self.trace_seed, int(self.trace_seed) >= 0, ">= 0", "--trace-seed")
         check_backend(self.backend)
         require("stall_s", self.stall_s, self.stall_s >= 0, ">= 0 seconds (0: no limit)", "--stall-timeout")
 

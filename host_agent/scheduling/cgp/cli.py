@@ -63,6 +63,8 @@ def compare(results: dict, cfg: SimConfig) -> dict:
 
 def run(args) -> int:
     try:
+        if args.seed is not None and args.seed < 0:  # numpy's "expected non-negative integer" traceback
+            raise ValueError(f"--seed must be >= 0, got {args.seed}")
         cfg, desc = SCENARIOS[args.scenario]
         cfg = replace(cfg, **{k: v for k, v in dict(seed=args.seed, duration=args.duration,
                                                     damping=args.damping).items() if v is not None})

@@ -44,6 +44,8 @@ def run(args) -> int:
         bad = [m for m in methods if m not in METHODS]
         if bad or "joint" not in methods:
             raise ValueError(f"--methods must include 'joint' and only: {', '.join(METHODS)} (bad: {bad})")
+        if args.seed is not None and args.seed < 0:  # numpy's "expected non-negative integer" traceback
+            raise ValueError(f"--seed must be >= 0, got {args.seed}")
         if args.slots is not None and args.slots < 2:
             raise ValueError("--slots must be >= 2")
         if args.budget_frac is not None and not 0 < args.budget_frac <= 10:

@@ -214,6 +214,10 @@ def test_cli_small(tmp_path, capsys):
     assert (tmp_path / "new" / "x.json").is_file()
     assert "no target loss (BSP, whose loss halfway it is, did not run)" in capsys.readouterr().out
     assert cli.run(p.parse_args(["--scenario", "small", "--duration", "-1"])) == 2
+    # a negative seed was numpy's "expected non-negative integer" traceback (until 2026-11-28)
+    capsys.readouterr()
+    assert cli.run(p.parse_args(["--scenario", "small", "--duration", "8", "--seed", "-3"])) == 2
+    assert "--seed must be >= 0, got -3" in capsys.readouterr().err
 
 
 def test_cli_short_durations_and_comparisons_without_bsp(tmp_path, capsys):

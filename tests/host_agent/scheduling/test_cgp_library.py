@@ -189,6 +189,8 @@ def test_the_config_names_the_check_that_failed_and_its_value():
                     (dict(duration_s=float("inf")), r"duration_s \(--duration\) must be a finite number > 0 seconds, "
                                                     r"got inf"),
                     (dict(snapshot_s=0.0), r"snapshot_s \(--snapshot\) must be > 0 seconds, got 0.0"),
+                    # numpy's "expected non-negative integer" alone until 2026-11-28
+                    (dict(trace_seed=-2), r"trace_seed \(--trace-seed\) must be >= 0, got -2"),
                     (dict(base_quotas=(0.25, 0.0, 0.2, 0.1)), r"base quota of worker 1 \(--quotas\) must be > 0")):
         with pytest.raises(ValueError, match=msg):
             CGPConfig(**kw)

@@ -341,6 +341,7 @@ def test_the_run_options_are_checked_one_by_one_with_the_value():
                     (dict(V=-1.0), r"V \(--V\) must be >= 0, got -1.0"),
                     (dict(iters=0), r"iters \(--iters\) must be >= 1, got 0"),
                     (dict(hold=0), r"hold \(--hold\) must be >= 1, got 0"),
+                    (dict(trace_seed=-1), r"trace_seed \(--trace-seed\) must be >= 0, got -1"),
                     (dict(base_quotas=(0.3, -0.1, 0.2, 0.2)),
                      r"base quota of process 1 \(--quotas\) must be > 0 CPUs, got -0.1")):
         with pytest.raises(ValueError, match=msg):

@@ -260,6 +260,10 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
                                  "--json", str(tmp_path / "new" / "x.json")])) == 0
     assert (tmp_path / "new" / "x.json").is_file()
     assert cli.run(p.parse_args(["--scenario", "small", "--slots", "1"])) == 2
+    # a negative seed was numpy's "expected non-negative integer" traceback (until 2026-11-28)
+    capsys.readouterr()
+    assert cli.run(p.parse_args(["--scenario", "small", "--slots", "8", "--seed", "-3"])) == 2
+    assert "--seed must be >= 0, got -3" in capsys.readouterr().err
 
 
 def test_cli_says_when_the_budget_cannot_be_met_or_is_not_matched(tmp_path, capsys):
