@@ -108,15 +108,23 @@ def load(path: str) -> dict:
 
 
 def changed_layers(prof: dict, layers) -> list[str]:
-    """The layers (``nn.Module`` children, as many as the profile's) whose parameter bytes differ
-    from what the profile recorded, each as "layer i (Name): N parameter bytes, the profile M":
-    a model changed since it was profiled (a wider layer) keeps its layer count, and its
-    profile's times then describe another model (until 2026-11-28 nothing said so)."""
+    """The layers (``nn.Module`` children, as many as the profile's) whose parameter bytes, or
+    trainable parameter bytes, differ from what the profile recorded, each as "layer i (Name): N
+    parameter bytes, the profile M": a model changed since it was profiled (a wider layer, a
+    layer frozen) keeps its layer count, and its profile's times then describe another model
+    (until 2026-11-28 nothing said so; a layer frozen since was not noticed until 2026-11-28,
+    when profiles began to record ``trainable_bytes``)."""
     out = []
     for i, (layer, rec) in enumerate(zip(layers, prof["cpu"]["layers"])):
         have = sum(p.numel() * p.element_size() for p in layer.parameters())
         if "param_bytes" in rec and int(rec["param_bytes"]) != have:
             out.append(f"layer {i} ({type(layer).__name__}): {have} parameter bytes, the profile {int(rec['param_bytes'])}")
+            continue
+        # a layer frozen (or unfrozen) since: its backward and optimizer step are not the profile's
+        trainable = sum(p.numel() * p.element_size() for p in layer.parameters() if p.requires_grad)
+        if "trainable_bytes" in rec and int(rec["trainable_bytes"]) != trainable:
+            out.append(f"layer {i} ({type(layer).__name__}): {trainable} trainable parameter bytes (requires_grad), "
+                       f"the profile {int(rec['trainable_bytes'])}")
     return out
 
 

@@ -277,6 +277,13 @@ def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, mo
     assert main(args) == 0
     assert (f"note: {path} profiled another {model} (layer 2 (Linear): 624 parameter bytes, the profile 416): its "
             f"times are not this model's; run saatp profile again") in capsys.readouterr().out
+    # a layer that was frozen when profiled (its times have no weight gradients), trainable now
+    prof["cpu"]["layers"][2]["param_bytes"] = 624
+    prof["cpu"]["layers"][2]["trainable_bytes"] = 0
+    path.write_text(json.dumps(prof))
+    assert main(args) == 0
+    assert (f"note: {path} profiled another {model} (layer 2 (Linear): 624 trainable parameter bytes "
+            f"(requires_grad), the profile 0)") in capsys.readouterr().out
 
 
 def test_the_no_fit_message_gives_a_small_models_least_memory_in_figures():
