@@ -1132,3 +1132,20 @@ def test_a_trace_that_cannot_be_read_is_named_as_the_trace(tmp_path):
     binary.write_bytes(bytes(range(128, 256)))
     with pytest.raises(ValueError, match=rf"trace {binary}: cannot be read as a CSV file \('utf-8' codec"):
         quota_trace([0.3, 0.3], 2, str(binary))
+
+
+def test_methods_above_the_budget_are_named_after_the_table():
+    """The comparison lines are batch times at matched cost only where every method kept to the
+    budget: until 2026-11-28 a 4-slot run with the planner at 1.22x the budget and bsp-static at
+    0.76x said only 'lyapunov vs bsp-static: batch time 4.0% lower'."""
+    from host_agent.scheduling.groups.cli import over_budget_line
+    runs = {"lyapunov": {"cost_over_budget": 1.223}, "bsp": {"cost_over_budget": 1.04},
+            "bsp-static": {"cost_over_budget": 0.761}}
+    res = {"runs": runs, "config": {"slots": 4}, "budget_floor": {"predicted_cost_over_budget": 0.3}}
+    line = over_budget_line(res)
+    assert line.startswith("above the budget by more than 5 %: lyapunov 1.22x over 4 slots (an online method")
+    assert "more --slots" in line and "bsp" not in line
+    res["budget_floor"]["predicted_cost_over_budget"] = 12.6
+    assert "(no device set is predicted to meet it)" in over_budget_line(res)
+    runs["lyapunov"]["cost_over_budget"] = 1.0
+    assert over_budget_line(res) is None
