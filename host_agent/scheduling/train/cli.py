@@ -209,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, exit_143)  # run finally blocks: remove our cgroups
     try:
         spec = load_model(args.model)
+        given_stages = args.stages is not None
         quotas = run_quotas(args)
         cgroups.check_settable(quotas)  # below 0.1 CPU was raised to it without a word
         note = cgroups.oversubscribed(quotas)
@@ -234,6 +235,12 @@ def run(args: argparse.Namespace) -> int:
         check_stall_timeout(args.stall_timeout)
         family.check_memory_limit(args.memory_limit)
         cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None
+        if cuts is not None and len(cuts) + 1 != args.stages:
+            # "cuts [1, 2, 3] do not split 6 layers into 3 stages" until 2026-11-28, the 3 being the
+            # profile's stage count, which the command had not named
+            raise ValueError(f"--cuts {args.cuts} makes {len(cuts) + 1} stages, this run has {args.stages} ("
+                             + ("--stages" if given_stages else f"without --stages: the --profile's stage count, else "
+                                f"{DEFAULT_STAGES}") + ")")
         check_result_files(args.json, None)  # a missing directory lost the result with a traceback
         profile_costs.check_not_the_profile(args.profile, json=args.json)
         check_batch(spec, args.batch)

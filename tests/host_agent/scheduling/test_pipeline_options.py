@@ -54,6 +54,9 @@ def test_quota_and_cuts_name_their_option():
      "--microbatches 4: torch-gpipe splits the minibatch into M equal microbatches, so M must divide B=10 (--batch)"),
     (["--quota", "none", "--batch", "4", "--microbatches", "2", "--schedule", "torch-1f1b"],
      "--microbatches 2: torch-1f1b needs M >= the 3 stages"),
+    # the stage count a run takes without --stages was not named ("cuts [1, 2] do not split 15
+    # layers into 4 stages")
+    (["--quota", "none", "--cuts", "4,9,12"], "--cuts 4,9,12 makes 4 stages, this run has 3 (--stages)"),
     (["--quota", "none", "--batch", "10", "--microbatches", "20", "--schedule", "gpipe"],
      "--microbatches 20: more microbatches than the minibatch's B=10 samples (--batch)"),
 ])
@@ -434,6 +437,11 @@ def test_train_pipeline_on_a_profile_runs_its_stages_and_quotas_by_default(tmp_p
     assert main(args + ["--quota", "0.4"]) == 0 and quotas[-1] == [0.4, 0.4]  # --quota: every stage
     assert main(args + ["--stages", "3", "--cuts", "2,4"]) == 0 and len(quotas[-1]) == 3  # not the profile's: auto
     assert "are not those" in capsys.readouterr().out
+    # --cuts for 3 stages without --stages: the profile's 2 ("cuts [2, 4] do not split 6 layers
+    # into 2 stages" until 2026-11-28, naming neither where the 2 came from nor the option)
+    assert main(args + ["--cuts", "2,4"]) == 2
+    assert ("--cuts 2,4 makes 3 stages, this run has 2 (without --stages: the --profile's stage count, else 4)"
+            in capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
