@@ -486,21 +486,44 @@ def read_slot_csv(path: str, values: Sequence[str]) -> tuple[str, list[tuple[int
     if not lines:
         raise ValueError(f"{path}: empty trace (expected header {want})")
     header = [c.strip().lower() for c in lines[0][1].split(",")]
-    if len(header) != 3 or header[:2] != ["slot", "device"] or header[2] not in values:
-        raise ValueError(f"{path}:{lines[0][0]}: header must be {want}, got {lines[0][1].strip()!r}")
+    # the columns are found by name, in any order: a held-out trace written 'device,slot,factor'
+    # was refused until 2026-11-28
+    kinds = [c for c in header if c in values]
+    if len(header) != 3 or len(set(header)) != 3 or not {"slot", "device"} <= set(header) or len(kinds) != 1:
+        raise ValueError(f"{path}:{lines[0][0]}: header must be {want} (the columns in any order), got "
+                         f"{lines[0][1].strip()!r}")
+    kind = kinds[0]
+    cols = [header.index("slot"), header.index("device"), header.index(kind)]
     rows: list[tuple[int, int, float]] = []
     for lineno, ln in lines[1:]:
         parts = next(csv.reader([ln]))
         try:
             if len(parts) != 3:
                 raise ValueError("need 3 fields")
-            s, d, x = int(parts[0]), int(parts[1]), float(parts[2])
+            s, d = (_whole(parts[c], name) for c, name in zip(cols, ("slot", "device")))
+            x = float(parts[cols[2]])
             if s < 0 or d < 0 or not (x > 0 and math.isfinite(x)):
-                raise ValueError(f"slot/device must be >= 0 and {header[2]} > 0")
+                raise ValueError(f"slot/device must be >= 0 and {kind} > 0")
         except ValueError as e:
             raise ValueError(f"{path}:{lineno}: bad trace row {ln.strip()!r}: {e}") from None
         rows.append((s, d, x))
-    return header[2], rows
+    return kind, rows
+
+
+def _whole(text: str, name: str) -> int:
+    """A slot or device number: a whole number, also written as a float ('3.0', as a spreadsheet
+    or pandas may write it; refused with int()'s "invalid literal" until 2026-11-28)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {text.strip()!r}") from None
+    if not (math.isfinite(v) and v == int(v)):
+        raise ValueError(f"{name} must be a whole number, got {text.strip()!r}")
+    return int(v)
 
 
 @dataclass(frozen=True)

@@ -1149,3 +1149,30 @@ def test_methods_above_the_budget_are_named_after_the_table():
     assert "(no device set is predicted to meet it)" in over_budget_line(res)
     runs["lyapunov"]["cost_over_budget"] = 1.0
     assert over_budget_line(res) is None
+
+
+def test_a_trace_names_its_columns_in_any_order_and_slots_may_be_written_as_floats(tmp_path):
+    """A held-out trace 'device,slot,factor' was refused for its header, and a slot written '1.0'
+    (as pandas writes a column that had a gap) with int()'s "invalid literal" (until 2026-11-28)."""
+    from host_agent.scheduling.groups.quotas import quota_trace
+    p = tmp_path / "t.csv"
+    p.write_text("slot,device,factor\n0,0,2\n1,1,3\n")
+    want = quota_trace([0.4, 0.3], 3, str(p))
+    assert np.allclose(want[1], [0.4, 0.1])
+    for text in ("device,slot,factor\n0,0,2\n1,1,3\n", "factor,device,slot\n2,0,0\n3,1,1\n",
+                 "slot,device,factor\n0.0,0,2\n1.0,1.0,3\n"):
+        p.write_text(text)
+        assert np.array_equal(quota_trace([0.4, 0.3], 3, str(p)), want), text
+    p.write_text("slot,device,quota\n0,0,0.2\n")
+    q = quota_trace([0.4, 0.3], 1, str(p))
+    p.write_text("quota,slot,device\n0.2,0,0\n")
+    assert np.array_equal(quota_trace([0.4, 0.3], 1, str(p)), q)
+    for text, msg in (("slot,device,factor\n1.5,0,2\n", r"t.csv:2: bad trace row '1.5,0,2': slot must be a whole "
+                                                        r"number, got '1.5'"),
+                      ("slot,device,factor\n0,x,2\n", r"device must be a whole number, got 'x'"),
+                      ("slot,slot,factor\n0,0,2\n", r"t.csv:1: header must be .* \(the columns in any order\)"),
+                      ("slot,device,factor,quota\n0,0,2,1\n", r"header must be"),
+                      ("slot,device,factor,note\n0,0,2,x\n", r"header must be")):
+        p.write_text(text)
+        with pytest.raises(ValueError, match=msg):
+            quota_trace([0.4, 0.3], 3, str(p))
