@@ -181,7 +181,7 @@ def search_options(args: argparse.Namespace) -> tuple[int, int]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     names = ", ".join(SCENARIOS)
-    p.add_argument("--scenario", default=DEFAULT_SCENARIO, metavar="NAME",
+    p.add_argument("--scenario", default=None, metavar="NAME",
                    help=f"scenario to plan (default {DEFAULT_SCENARIO}); one of: {names}")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
     p.add_argument("--seed", type=int, default=0, help="GA seed (same seed, same plan)")
@@ -403,8 +403,26 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"saatp plan umpipe: {e}", file=sys.stderr)
         return 2
+    try:
+        # the options of one source were ignored with the other until 2026-11-28: --profile with
+        # --scenario vgg16 planned the profile, a named scenario with --batch 4 --slow 0:0.2
+        # --memory-limit 1 planned the scenario's own B, devices and no limit, without a word
+        if getattr(args, "profile", None) and getattr(args, "scenario", None) is not None:
+            raise ValueError(f"--scenario {args.scenario} plans a named scenario, --profile {args.profile} a measured "
+                             "model: give one of them")
+        if not getattr(args, "profile", None):
+            given = [o for o, v in (("--batch", getattr(args, "batch", None)), ("--slow", getattr(args, "slow", None)),
+                                    ("--memory-limit", getattr(args, "memory_limit", None))) if v is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} with --profile only: a "
+                                 "named scenario plans its own minibatch and devices, with no memory limit")
+    except ValueError as e:
+        print(f"saatp plan umpipe: {e}", file=sys.stderr)
+        return 2
     if getattr(args, "profile", None):
         return run_profile(args)
+    if args.scenario is None:
+        args.scenario = DEFAULT_SCENARIO
     if getattr(args, "list", False):
         for sc in SCENARIOS.values():
             print(f"{sc.name:18s} {sc.description}")

@@ -175,3 +175,26 @@ def test_plan_umpipe_refuses_a_quota_no_cgroup_takes_and_says_why_torch_has_no_c
     assert cli.main([*small, "--batch", "1"]) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("torch 1F1B")][0]
     assert "nothing fits" not in line and "M dividing B=1" in line and "at least the 2 stages" in line
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--profile", "PROF", "--scenario", "vgg16"],
+     "--scenario vgg16 plans a named scenario, --profile PROF a measured model: give one of them"),
+    (["--scenario", "toy", "--batch", "4", "--memory-limit", "1"],
+     "--batch, --memory-limit apply with --profile only: a named scenario plans its own minibatch and devices"),
+    (["--slow", "0:0.2"], "--slow applies with --profile only")])
+def test_plan_umpipe_refuses_the_options_of_the_other_source(args, message, tmp_path, capsys):
+    """--profile with --scenario planned the profile, a named scenario with --batch, --slow or
+    --memory-limit planned its own B and devices and no limit, without a word."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    args = [str(path) if a == "PROF" else a for a in args]
+    assert cli.main([*args, "--pop", "8", "--gens", "2"]) == 2
+    got = capsys.readouterr()
+    assert message.replace("PROF", str(path)) in got.err and got.out == ""
+    assert cli.main(["--scenario", "toy", "--pop", "8", "--gens", "2"]) == 0  # each alone plans
+    assert cli.main(["--profile", str(path), "--pop", "8", "--gens", "2"]) == 0
