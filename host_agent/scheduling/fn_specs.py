@@ -26,7 +26,15 @@ def load_fn(spec: str, what: str):
     try:
         obj = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError) as e:
-        raise ValueError(f"cannot load {what} {spec!r}: {e}") from e
+        hint = ""
+        if os.sep in mod or mod.endswith(".py"):
+            # a file path (mymodels.py:fn, ./dir/m.py:fn) read "No module named '/dir/m'" alone
+            # until 2026-11-28
+            d, base = os.path.split(mod)
+            name = base[:-3] if base.endswith(".py") else base
+            hint = (f"; MODULE is a module name as Python imports it, not a file: {name}:{fn}, run from "
+                    f"{d or 'its directory'} or with it on PYTHONPATH")
+        raise ValueError(f"cannot load {what} {spec!r}: {e}{hint}") from e
     export_import_root(mod)
     return obj
 

@@ -498,3 +498,19 @@ def test_microbatches_with_umpipe_alone_is_noted(capsys):
     assert "note: --microbatches 4 sets the baselines' count; --schedule umpipe alone runs none" in capsys.readouterr().out
     assert main(args + ["--schedule", "umpipe", "--schedule", "gpipe"]) == 2
     assert "--microbatches 4 sets" not in capsys.readouterr().out
+
+
+def test_a_model_given_as_a_file_path_is_told_to_name_the_module(tmp_path, monkeypatch, capsys):
+    """``--model dir/mymodels.py:fn`` read "No module named 'dir/mymodels'" alone."""
+    from emulation.cli import main
+    from host_agent.scheduling.fn_specs import load_fn
+
+    model = six_layer_module(tmp_path, monkeypatch)  # saatp_six_layers_xyz.py in tmp_path
+    path = f"{tmp_path}/saatp_six_layers_xyz.py:model"
+    assert main(["train", "pipeline", "--model", path, "--stages", "2", "--quota", "none"]) == 2
+    err = capsys.readouterr().err
+    assert (f"MODULE is a module name as Python imports it, not a file: {model}, run from {tmp_path} or with it on "
+            f"PYTHONPATH") in err and "profiling" not in err
+    with pytest.raises(ValueError, match=r"not a file: saatp_six_layers_xyz:model, run from its directory"):
+        load_fn("saatp_six_layers_xyz.py:model", "model")
+    assert callable(load_fn(model, "model"))
