@@ -39,6 +39,9 @@ def check_result_files(json_path: str | None, plot_path: str | None) -> None:
     suffix is not a format matplotlib writes."""
     check_result_path("--json", json_path)
     check_result_path("--plot", plot_path)
+    if json_path and plot_path and os.path.realpath(json_path) == os.path.realpath(plot_file(plot_path)):
+        # the plot, written second, replaced the result (until 2026-11-28, after the whole run)
+        raise ValueError(f"--json and --plot name the same file ({json_path}): the plot would overwrite the result")
     ext = os.path.splitext(plot_path or "")[1][1:].lower()
     if ext:  # no suffix: matplotlib writes a PNG
         from matplotlib.backend_bases import FigureCanvasBase

@@ -1176,3 +1176,15 @@ def test_a_trace_names_its_columns_in_any_order_and_slots_may_be_written_as_floa
         p.write_text(text)
         with pytest.raises(ValueError, match=msg):
             quota_trace([0.4, 0.3], 3, str(p))
+
+
+def test_json_and_plot_may_not_name_the_same_file(tmp_path):
+    """--json r.png --plot r.png: the plot, written after the run, replaced the result (until
+    2026-11-28); so did --json r.png --plot r (matplotlib writes r.png)."""
+    from host_agent.scheduling.result_files import check_result_files
+    for js, png in ((tmp_path / "r.png", tmp_path / "r.png"), (tmp_path / "r.png", tmp_path / "r"),
+                    (tmp_path / "r.png", tmp_path / "sub" / ".." / "r.png")):
+        with pytest.raises(ValueError, match=r"--json and --plot name the same file .*: the plot would overwrite "
+                                             r"the result"):
+            check_result_files(str(js), str(png))
+    check_result_files(str(tmp_path / "r"), str(tmp_path / "r"))  # r and r.png
