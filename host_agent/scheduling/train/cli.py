@@ -337,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
                 tuned_out["first_round_s"] = {r["label"]: r["measured_s"] for r in first["runs"]}
                 tuned_out["finalists"] = {f: [runs[i]["label"] for i in idx] for f, idx in contenders.items()}
                 runs, tuned_out["umpipe_choice"] = tuning.keep_tuned(runs, tuned_out["runs"], contenders)
-                if args.profile:
+                if args.profile and drift.timed_as_calibrated(args.warmup, args.lead):
                     tuned_out["rescaled"] = drift.rescale_for_drift(runs, drift.host_drift(
                         prof, args.batch, costs.info["cuts"], tuned_out["runs"], quotas=quotas, backend=args.backend),
                         tuned_out["runs"], args.batch)
@@ -365,7 +365,12 @@ def run(args: argparse.Namespace) -> int:
                # which were left out, not why, and nothing of a memory limit)
                left_out_because=why, memory_limit_mb=args.memory_limit, mmax=args.mmax, microbatches=M,
                seed=args.seed)
-    if args.profile:  # a profile made now is not stale
+    if args.profile and not drift.timed_as_calibrated(args.warmup, args.lead):
+        out["host_drift"] = None
+        print(f"note: with --warmup {args.warmup} and --lead {args.lead} the iterations are not timed as the "
+              f"profile's calibration timed them (each after an untimed one of the same plan, after a warm-up), so "
+              f"whether the host still runs as when {args.profile} was taken is not checked", flush=True)
+    elif args.profile:  # a profile made now is not stale
         out["host_drift"] = drift.host_drift(prof, args.batch, costs.info["cuts"],
                                        (tuned_out or {}).get("runs", []) + out["summary"]["runs"], quotas=quotas,
                                        backend=args.backend)

@@ -12,6 +12,17 @@ from .candidates import BASELINES
 DRIFT_PCT = 10.0  # the host's change of speed since the profile beyond which it is stale
 
 
+def timed_as_calibrated(warmup: int, lead: int) -> bool:
+    """Whether a session's iterations are timed as the profile's calibration times them (after a
+    warm-up, each right after an untimed one of the same plan: ``calibrate.calibrate``'s
+    ``warmup=1, lead=1``), so that :func:`host_drift` compares like with like. With ``--warmup 0
+    --lead 0`` a candidate's first iteration is its first ever (buffers allocated, torch's
+    schedules set up), and until 2026-11-28 a fresh profile was called stale ("this host ran the
+    profile's calibration configurations 198.2% slower ...: run saatp profile again") and the
+    predictions rescaled by it."""
+    return warmup >= 1 and lead >= 1
+
+
 def host_drift(prof: dict, B: int, cuts, rows: list[dict], *, quotas, backend: str) -> dict | None:
     """How much faster (< 0) or slower this session ran the configurations the profile's
     calibration measured (:func:`calibration_label`: our GPipe/1F1B, UMPIPE's equal splits and

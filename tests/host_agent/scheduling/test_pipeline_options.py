@@ -514,3 +514,30 @@ def test_a_model_given_as_a_file_path_is_told_to_name_the_module(tmp_path, monke
     with pytest.raises(ValueError, match=r"not a file: saatp_six_layers_xyz:model, run from its directory"):
         load_fn("saatp_six_layers_xyz.py:model", "model")
     assert callable(load_fn(model, "model"))
+
+
+def test_a_run_not_timed_as_the_calibration_does_not_call_the_profile_stale(tmp_path, monkeypatch, capsys):
+    """With --warmup 0 --lead 0 a candidate's one timed iteration is its first ever; a fresh
+    profile was called stale ("this host ran the profile's calibration configurations 198.2%
+    slower ...: run saatp profile again") and the predictions were rescaled by it."""
+    from emulation.cli import main
+    from host_agent.scheduling.train import cli, drift
+
+    cal = dict(B=6, cuts=[3], quotas=[0.5, 0.25], points=[dict(label="gpipe M=1", measured_s=0.001,
+                                                                iterations_s=[0.001])])
+    model, prof = six_layer_profile(tmp_path, monkeypatch, calibration=cal)
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01, 0.01], losses=[1.0])
+                                                                     for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--profile", str(prof), "--cuts", "3", "--schedule", "gpipe",
+            "--microbatches", "1", "--candidates", "1", "--steps", "2"]
+    out = tmp_path / "train.json"
+    assert main(args + ["--json", str(out)]) == 0  # timed as calibrated: 900 % slower is a stale profile
+    assert "warning: this host ran the profile's calibration configurations (gpipe M=1) 900.0% slower" in \
+        capsys.readouterr().out
+    assert json.loads(out.read_text())["host_drift"]["stale"]
+    assert main(args + ["--warmup", "0", "--lead", "0", "--json", str(out)]) == 0
+    got = capsys.readouterr().out
+    assert "warning: this host ran" not in got and "note: with --warmup 0 and --lead 0 the iterations are not timed" \
+        in got and json.loads(out.read_text())["host_drift"] is None
+    assert drift.timed_as_calibrated(1, 1) and drift.timed_as_calibrated(2, 3)
+    assert not drift.timed_as_calibrated(0, 1) and not drift.timed_as_calibrated(1, 0)
