@@ -224,11 +224,14 @@ def check_batch(spec: ModelSpec, B: int) -> None:
     layers = build_layers(spec)
     layers.eval()  # as the stages' shape probe: no BatchNorm statistics, no one-sample refusal
     with torch.no_grad():
-        try:
-            out = layers(x[:2])
-        except (RuntimeError, TypeError, ValueError, IndexError) as e:  # torch's message alone until 2026-11-28
-            raise ValueError(f"model {spec.name}: the model fails on make_batch({B}, 0)'s input ({_what(x)}): "
-                             f"{type(e).__name__}: {e}") from None
+        out = x[:2]
+        for i, layer in enumerate(layers):  # layer by layer, to name the one that fails
+            try:
+                out = layer(out)
+            except (RuntimeError, TypeError, ValueError, IndexError) as e:  # torch's message alone until 2026-11-28
+                raise ValueError(f"model {spec.name}: the model fails on make_batch({B}, 0)'s input ({_what(x)}): "
+                                 f"{type(e).__name__}: {e} (in layer {i}, {type(layer).__name__}"
+                                 + _not_one_tensor(layers, i, out) + ")") from None
         try:
             loss = spec.loss_sum(out, y[:2])
         except (RuntimeError, TypeError, ValueError, IndexError) as e:
@@ -239,6 +242,19 @@ def check_batch(spec: ModelSpec, B: int) -> None:
                 else f"a {type(loss).__name__}")
         raise ValueError(f"model {spec.name}: loss_sum(output, target) must return one floating-point tensor "
                          f"(the sum of the per-sample losses), not {kind}")
+
+
+def _not_one_tensor(layers: nn.Sequential, i: int, got) -> str:
+    """Why layer ``i`` may have failed: the layer before it returned a tuple or another object,
+    not one tensor (a bare ``nn.LSTM``, whose ``(output, (h, c))`` the next layer could not
+    take: "tuple indices must be integers or slices, not tuple", naming no layer, until
+    2026-11-28). Empty when it returned a tensor."""
+    if i == 0 or isinstance(got, torch.Tensor):
+        return ""
+    return (f", whose input, the output of layer {i - 1} ({type(layers[i - 1]).__name__}), is a {type(got).__name__}, "
+            f"not one tensor: every child of the model's nn.Sequential is a place to cut, and a stage boundary "
+            f"carries one tensor; wrap layer {i - 1} in a module that returns the tensor the next layer needs "
+            f"(for an nn.LSTM, its output: lstm(x)[0])")
 
 
 def _what(t) -> str:

@@ -66,6 +66,37 @@ def test_a_layer_that_returns_a_tuple_is_refused_by_name(tmp_path, monkeypatch, 
     assert "Traceback" not in err and not out.exists()
 
 
+LSTM_MODEL = '''
+import torch
+from torch import nn
+
+
+class Last(nn.Module):
+    def forward(self, x):
+        return x[:, -1]
+
+
+def spec():
+    return (lambda: nn.Sequential(nn.Linear(8, 8), nn.LSTM(8, 6, batch_first=True), Last(), nn.Linear(6, 3)),
+            lambda B, step: (torch.randn(B, 4, 8), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_a_layer_that_fails_on_a_tuple_names_the_layer_that_returned_it(tmp_path, monkeypatch, capsys):
+    """A bare nn.LSTM returns (output, (h, c)): the next layer failed on it before the profiler's
+    layer check ran, and the commands said only "the model fails on make_batch(64, 0)'s input
+    ...: TypeError: tuple indices must be integers or slices, not tuple", naming no layer."""
+    from emulation.cli import main
+
+    (tmp_path / "saatp_bare_lstm_xyz.py").write_text(LSTM_MODEL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["train", "pipeline", "--model", "saatp_bare_lstm_xyz:spec", "--stages", "2", "--quota", "none"]) == 2
+    err = capsys.readouterr().err
+    assert ("TypeError: tuple indices must be integers or slices, not tuple (in layer 2, Last, whose input, the "
+            "output of layer 1 (LSTM), is a tuple, not one tensor") in err and "lstm(x)[0]" in err
+
 
 def test_a_last_layer_that_returns_a_dict_is_told_to_move_the_rest_into_loss_sum():
     """The last layer's output goes to loss_sum, not across a boundary: it was told to put "the
