@@ -83,11 +83,22 @@ def over_budget_line(res: dict) -> str | None:
     if not over:
         return None
     floor = (res.get("budget_floor") or {}).get("predicted_cost_over_budget")
-    why = ("no device set is predicted to meet it" if floor is not None and floor > 1 else
-           "an online method keeps to it on time average: its virtual queue brings the cost down over the "
-           "slots, so a short run can end above it; more --slots")
+    statics = res.get("static_sets") or {}
+    if floor is not None and floor > 1:
+        why = ["no device set is predicted to meet it"]
+    else:
+        why = []
+        if any(m not in statics for m, _ in over):
+            why.append("an online method keeps to it on time average: its virtual queue brings the cost down "
+                       "over the slots, so a short run can end above it; more --slots")
+        pred = [f"{m} {statics[m]['predicted_cost_over_budget']:.2f}x" for m, _ in over
+                if m in statics and statics[m].get("predicted_cost_over_budget") is not None]
+        if pred:
+            why.append(f"a static set is chosen once, by the cost predicted at the start ({', '.join(pred)}), "
+                       f"and measured above it")
     return (f"above the budget by more than 5 %: {', '.join(f'{m} {c:.2f}x' for m, c in over)} over "
-            f"{res['config']['slots']} slots ({why}); batch times above the budget are not at matched cost")
+            f"{res['config']['slots']} slots ({'; '.join(why)}); batch times above the budget are not at "
+            f"matched cost")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1145,8 +1145,21 @@ def test_methods_above_the_budget_are_named_after_the_table():
     line = over_budget_line(res)
     assert line.startswith("above the budget by more than 5 %: lyapunov 1.22x over 4 slots (an online method")
     assert "more --slots" in line and "bsp" not in line
+    # a static set is chosen by its predicted cost: measured above it, the line says so (its
+    # reason is not the virtual queue's)
+    runs["bsp-static"]["cost_over_budget"] = 1.398
+    res["static_sets"] = {"bsp-static": {"devices": [1], "predicted_cost_over_budget": 0.9895}}
+    line = over_budget_line(res)
+    assert "lyapunov 1.22x, bsp-static 1.40x over 4 slots (an online method" in line
+    assert ("more --slots; a static set is chosen once, by the cost predicted at the start (bsp-static 0.99x), and "
+            "measured above it)") in line
+    runs["lyapunov"]["cost_over_budget"] = 1.0
+    line = over_budget_line(res)
+    assert "bsp-static 1.40x over 4 slots (a static set is chosen once" in line and "online" not in line
+    runs["lyapunov"]["cost_over_budget"] = 1.223
     res["budget_floor"]["predicted_cost_over_budget"] = 12.6
     assert "(no device set is predicted to meet it)" in over_budget_line(res)
+    runs["bsp-static"]["cost_over_budget"] = 0.761
     runs["lyapunov"]["cost_over_budget"] = 1.0
     assert over_budget_line(res) is None
 
