@@ -166,19 +166,21 @@ def default_quota(stages: int) -> float:
     return max(min_quota(), round(min(1.0, 0.6 * (os.cpu_count() or 1) / stages), 3))
 
 
-def oversubscribed(quotas: list[float | None], cores: int | None = None) -> str | None:
+def oversubscribed(quotas: list[float | None], cores: int | None = None,
+                   how: str = "--quota and --slow keep") -> str | None:
     """A note when the stages may use more CPUs together than the host has (a stage without a
     quota, or above one CPU, uses one core: it computes on one thread), else None. When they
     compute at once they share the cores, which the cost model does not model: it predicts each
     stage at its quota (15 stages without quotas on 2 cores ran 80 % slower than predicted;
-    nothing said why until 2026-11-28)."""
+    nothing said why until 2026-11-28). ``how``: the options that set the quotas, as the note
+    names them."""
     cores = cores or os.cpu_count() or 1
     total = sum(1.0 if q is None else min(float(q), 1.0) for q in quotas)
     if total <= cores + 1e-9:
         return None
     return (f"note: the {len(quotas)} stages may use {total:g} CPUs together (a stage without a quota, or above one "
             f"CPU, one core) on a host of {cores} cores: when they compute at once they share the cores, which the cost "
-            f"model does not model, so its predictions are too fast; --quota and --slow keep the sum within the cores")
+            f"model does not model, so its predictions are too fast; {how} the sum within the cores")
 
 
 def stage_quotas(stages: int, quota: float | None, slow: list[str]) -> list[float | None]:

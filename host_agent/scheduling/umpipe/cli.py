@@ -221,7 +221,7 @@ def dual_line(d) -> str:
 
 
 def run_profile(args: argparse.Namespace) -> int:
-    from ..pipeline.cgroups import check_settable, stage_quotas
+    from ..pipeline.cgroups import check_settable, oversubscribed, stage_quotas
     from ..pipeline.torch_schedules import can_run
     from ..profile import costs as profile_costs
     from . import family
@@ -268,6 +268,12 @@ def run_profile(args: argparse.Namespace) -> int:
         return 2
     print(f"{prof['model']} from {args.profile}: B={B}, cuts {costs.info['cuts']}, quotas {quotas}, "
           f"calibrated={costs.info['calibrated']}" + (f", memory limit {args.memory_limit:g} MB/stage" if limit else ""))
+    # the note saatp profile and train pipeline print for these quotas: the predictions below are
+    # too fast when the stages may use more CPUs than the host has (plan umpipe said nothing
+    # until 2026-11-28)
+    note = oversubscribed(quotas, how="--slow (or a profile taken at lower quotas) keeps")
+    if note:
+        print(note)
     print(f"{'plan':28s} {'predicted ms':>12s} {'peak MB':>9s} fits  microbatches per stage")
     # torch's schedules: M dividing B (1F1B: M >= S), predicted with our runtime's curves (the
     # profile's calibration checks them on two runs of torch's schedules)

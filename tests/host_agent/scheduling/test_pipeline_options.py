@@ -367,6 +367,14 @@ def test_stages_that_may_use_more_cpus_than_the_host_has_are_noted(tmp_path, mon
     assert "may use" not in capsys.readouterr().out
     assert main(args + ["--quota", "none"]) == 0
     assert "note: the 2 stages may use 2 CPUs together" in capsys.readouterr().out
+    # plan umpipe --profile plans for those quotas too: it said nothing until 2026-11-28
+    plan = ["plan", "umpipe", "--profile", str(path), "--batch", "6", "--pop", "8", "--gens", "2"]
+    assert main(plan) == 0  # the profile's quotas, 0.5 and 0.25: 0.75 CPU on the one core
+    assert "may use" not in capsys.readouterr().out
+    assert main(plan + ["--slow", "0:0.9", "--slow", "1:0.9"]) == 0
+    assert ("note: the 2 stages may use 1.8 CPUs together (a stage without a quota, or above one CPU, one core) on a "
+            "host of 1 cores" in (out := capsys.readouterr().out) and "--slow (or a profile taken at lower quotas) "
+            "keeps the sum within the cores" in out)
 
 
 def test_a_quota_below_what_a_cgroup_takes_is_refused_not_raised(tmp_path, capsys):
