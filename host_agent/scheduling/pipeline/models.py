@@ -151,10 +151,12 @@ def load_model(spec: str) -> ModelSpec:
     except ValueError:  # no signature to read (a builtin): call it as it is
         pass
     got = fn()
-    if isinstance(got, ModelSpec):
-        return got
-    if isinstance(got, tuple) and len(got) == 3:
-        seq, batch, loss = got
+    if isinstance(got, ModelSpec) or (isinstance(got, tuple) and len(got) == 3):
+        # a ModelSpec whose build is a built model was called as a builder until 2026-11-28:
+        # "Sequential.forward() missing 1 required positional argument" (a list: "'list' object is
+        # not callable"), as tracebacks; it is a built model as in the tuple form
+        name, (seq, batch, loss) = ((got.name, (got.build, got.make_batch, got.loss_sum)) if isinstance(got, ModelSpec)
+                                    else (spec, got))
         if isinstance(seq, (nn.Module, list, tuple)):
             # a built model (an nn.Sequential or a list of modules): every build is a fresh copy
             # of it as FN returned it (the runs of a session each train their own copy; handing
@@ -162,11 +164,11 @@ def load_model(spec: str) -> ModelSpec:
             # FN's, whatever the seed. A built list failed with "'list' object is not callable"
             # until 2026-11-28.
             pristine = copy.deepcopy(seq)
-            return ModelSpec(spec, lambda: copy.deepcopy(pristine), batch, loss)
+            return ModelSpec(name, lambda: copy.deepcopy(pristine), batch, loss)
         if not callable(seq):
             raise ValueError(f"{spec}() returned {seq!r:.60} ({type(seq).__name__}) as the model: expected an nn.Sequential, "
                              f"a list of modules or a function building one")
-        return ModelSpec(spec, seq, batch, loss)
+        return got if isinstance(got, ModelSpec) else ModelSpec(spec, seq, batch, loss)
     raise ValueError(f"{spec}() must return a ModelSpec or (sequential|builder, make_batch, loss_sum)")
 
 

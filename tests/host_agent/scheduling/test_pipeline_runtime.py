@@ -4,6 +4,7 @@ import os
 
 import pytest
 import torch
+from torch import nn
 
 from host_agent.scheduling.costmodel import PipelineCosts
 from host_agent.scheduling.orders import schedule
@@ -212,3 +213,46 @@ def test_a_built_model_gives_every_run_its_own_copy_of_its_weights():
         a[0].weight.add_(1.0)  # one run trains: the other's weights and later builds do not move
     torch.testing.assert_close(b[0].weight, build_layers(spec, seed=0)[0].weight)
     assert not torch.allclose(a[0].weight, b[0].weight)
+
+
+SPEC_BUILT = '''
+import torch
+from torch import nn
+from torch import nn
+from host_agent.scheduling.pipeline.models import ModelSpec
+
+
+def batch(B, step):
+    return torch.randn(B, 6), torch.randint(0, 3, (B,))
+
+
+def loss(out, y):
+    return nn.functional.cross_entropy(out, y, reduction="sum")
+
+
+def built():
+    torch.manual_seed(5)
+    return ModelSpec("built", nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)), batch, loss)
+
+
+def listed():
+    torch.manual_seed(5)
+    return ModelSpec("listed", [nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)], batch, loss)
+'''
+
+
+@pytest.mark.parametrize("fn", ["built", "listed"])
+def test_a_model_spec_holding_a_built_model_is_a_built_model(fn, tmp_path, monkeypatch):
+    """ModelSpec(name, nn.Sequential(...) or [modules], make_batch, loss_sum): the tuple form took
+    a built model, the ModelSpec form called it as a builder ("Sequential.forward() missing 1
+    required positional argument: 'input'", "'list' object is not callable", as tracebacks)."""
+    from host_agent.scheduling.pipeline.models import build_layers, check_batch, load_model
+
+    (tmp_path / "saatp_spec_built_xyz.py").write_text(SPEC_BUILT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = load_model(f"saatp_spec_built_xyz:{fn}")
+    assert spec.name == fn
+    a, b = build_layers(spec, seed=0), build_layers(spec, seed=1)
+    assert isinstance(a, nn.Sequential) and len(a) == 3 and a[0].weight is not b[0].weight  # each run its own copy
+    torch.testing.assert_close(a[0].weight, b[0].weight)  # the weights FN built, whatever the seed
+    check_batch(spec, 4)
