@@ -112,9 +112,11 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
             # until 2026-11-28 the error asked for one more --quotas value and did not say why
             from_1 = ("; devices are numbered from 0 and the trace never names device 0: if it numbers them "
                       "from 1, subtract 1 from its devices") if low >= 1 and top == n else ""
-            raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {noun} ({have}); it names "
-                             f"devices up to {top}: the run has as many {noun} as --quotas has base quotas, so one "
-                             f"of all the trace's devices needs {top + 1} values{from_1}")
+            # (until 2026-11-28 "the run has 1 processes" and "so one of all the trace's devices needs 4 values")
+            single = {"processes": "process", "workers": "worker"}.get(noun, noun)
+            raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {single if n == 1 else noun} "
+                             f"({have}); it names devices up to {top}: a run of all of them needs {top + 1} --quotas "
+                             f"values (one base quota per {single}){from_1}")
         if (s, d) in seen:
             also = "" if seen[(s, d)] is None else f" (also on line {seen[(s, d)]})"
             raise ValueError(f"{at}: slot {s}, device {d} is given twice{also}")
