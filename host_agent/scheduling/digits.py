@@ -240,12 +240,26 @@ def built_as_ranks_build(spec: str, seed: int, sequential: bool = False) -> nn.M
 
 def sequential_from(spec: str) -> nn.Sequential:
     """:func:`model_from` for the groups executor, whose pipelines cut between the children of
-    an ``nn.Sequential``: any other module is refused with a clear error."""
+    an ``nn.Sequential``. Any other module (a ``class Net(nn.Module)`` with its own ``forward``)
+    is one layer that no pipeline can cut: ``nn.Sequential(model)``, which the planners run as
+    data-parallel replicas only (:func:`uncut_note` says so to the user)."""
     m = model_from(spec)
-    if not isinstance(m, nn.Sequential) or len(m) < 1:
-        raise ValueError(f"model {spec}: saatp train groups needs an nn.Sequential (or a list of modules) whose "
-                         f"children are the layers a pipeline may be cut between, got {type(m).__name__}")
+    if not isinstance(m, nn.Sequential):
+        return nn.Sequential(m)
+    if len(m) < 1:
+        raise ValueError(f"model {spec}: an empty nn.Sequential has no layers to train")
     return m
+
+
+def uncut_note(spec: str) -> str | None:
+    """The note for a model :func:`sequential_from` takes as one layer, else None."""
+    m = model_from(spec)
+    if isinstance(m, nn.Sequential):
+        return None
+    return (f"note: model {spec} is a {type(m).__name__}, not an nn.Sequential: train groups runs it as one "
+            "layer, so every plan is data-parallel replicas (no pipeline can cut it; the pipeline and "
+            "HetPipe-style baselines run it whole on one process of each group). Return an nn.Sequential "
+            "(or a list of modules) whose children are the layers, to let the planners cut it")
 
 
 def dataset_from(spec: str, seed: int = 0) -> Dataset:

@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the cost budget as a fraction of the reference's predicted cost (default 1)")
     p.add_argument("--budget-ref", choices=BUDGET_REFS, default="all",
                    help="all: LB-BSP on all processes (the device set as deployed, default); fastest: the fastest plan")
-    add_run_options(p, "nn.Sequential", "process", "0.35,0.3,0.2,0.15")
+    add_run_options(p, "nn.Sequential (whose children the planners may cut between; another nn.Module runs as one layer, as replicas)", "process", "0.35,0.3,0.2,0.15")
     add_result_file_options(p)
 
 

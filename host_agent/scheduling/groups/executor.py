@@ -235,6 +235,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
             "--batch")
     torch.manual_seed(1)
     layers = digits.sequential_from(cfg.model)
+    note = digits.uncut_note(cfg.model)
+    if note:
+        print(note, file=sys.stderr)
     check_model_on_data(layers, data, cfg.model)  # here, not in every worker after start-up
     check_layers_share_no_parameter(layers, cfg.model)
     least = least_batch(layers, data.x_train)  # the planners give no pass fewer samples

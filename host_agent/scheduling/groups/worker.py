@@ -126,7 +126,7 @@ class Worker:
         self.buffers = Buffers()  # pipeline message buffers, kept across iterations (wire.Buffers)
         self.pgs: dict[tuple[int, ...], object] = {}
         torch.manual_seed(1)
-        self.probe_model = digits.model_from(cfg["model"])
+        self.probe_model = digits.sequential_from(cfg["model"])
         self.numel = [sum(p.numel() for p in layer.parameters()) for layer in self.probe_model]
         warm_up_autograd()
         self.warm_up()

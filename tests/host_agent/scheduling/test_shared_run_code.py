@@ -244,15 +244,29 @@ def test_an_nn_module_list_is_a_list_of_layers_for_train_groups_and_cgp():
         digits.model_from("tests.testsupport.user_models:list_with_a_function")
 
 
-def test_the_groups_executor_refuses_a_model_it_cannot_cut_before_starting(capsys):
+def test_train_groups_runs_a_model_it_cannot_cut_as_data_parallel_replicas(capsys, tmp_path):
+    """A ``class Net(nn.Module)`` with its own forward (what most users bring) is one layer:
+    every method runs it as whole replicas, and the run says why no pipeline appears. Until
+    2026-11-28 train groups refused it ("needs an nn.Sequential")."""
+    import json
+
     from emulation.cli import main
     from host_agent.scheduling import digits
-    with pytest.raises(ValueError, match="needs an nn.Sequential"):
-        digits.sequential_from("tests.testsupport.user_models:net")
-    assert isinstance(digits.model_from("tests.testsupport.user_models:net"), torch.nn.Module)  # CGP takes it
-    assert main(["train", "groups", "--model", "tests.testsupport.user_models:net", "--slots", "1",
-                 "--no-cgroups"]) == 2
-    assert "needs an nn.Sequential" in capsys.readouterr().err
+    m = digits.sequential_from("tests.testsupport.user_models:net")
+    assert isinstance(m, torch.nn.Sequential) and len(m) == 1 and type(m[0]).__name__ == "Net"
+    assert digits.uncut_note("tests.testsupport.user_models:net").startswith("note: model")
+    assert digits.uncut_note("tests.testsupport.user_models:module_list") is None
+    out = tmp_path / "r.json"
+    assert main(["train", "groups", "--model", "tests.testsupport.user_models:net", "--slots", "1", "--iters", "2",
+                 "--planner", "lyapunov", "--planner", "pipeline", "--no-cgroups", "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "is a Net, not an nn.Sequential: train groups runs it as one layer" in err
+    runs = json.loads(out.read_text())["runs"]
+    for method in ("lyapunov", "pipeline"):
+        plan = runs[method]["slots"][0]["plan"]
+        assert plan["n_layers"] == 1
+        assert all(len(g["ranks"]) == 1 and g["bounds"] == [0, 1] for g in plan["groups"])
+        assert runs[method]["final_test_acc"] > 0
 
 
 def test_a_parameter_without_a_gradient_contributes_zeros():
