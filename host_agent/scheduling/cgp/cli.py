@@ -145,7 +145,8 @@ def print_torch(r: dict) -> None:
     for m, d in r["runs"].items():
         tt = d["time_to_target_s"]
         t.add_row(m, f"{d.get('samples_per_s', 0):.0f}", f"{d['final_acc']:.3f}", "-" if tt is None else f"{tt:.1f} s",
-                  str(d["max_staleness"]), str([g["groups"] for g in d["groupings"]][:6]))
+                  "-" if d["max_staleness"] is None else str(d["max_staleness"]),  # BSP: no server, no staleness
+                  str([g["groups"] for g in d["groupings"]][:6]))
     Console(width=150).print(t)
 
 

@@ -246,3 +246,15 @@ def test_cli_short_durations_and_comparisons_without_bsp(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "nan" not in out and "inf" not in out
     assert any(line.startswith("│ cgp ") and "│     - │" in line for line in out.splitlines())
+
+
+def test_plan_cgp_torch_table_prints_a_dash_for_bsp_staleness(capsys):
+    """BSP has no server and so no staleness (None in the result): the table printed 'None'."""
+    from host_agent.scheduling.cgp.cli import print_torch
+    run = dict(time_to_target_s=None, samples_per_s=100.0, final_acc=0.5, groupings=[{"groups": [[0, 1]]}])
+    print_torch(dict(target_acc=0.9, runs={"cgp": dict(run, max_staleness=3, time_to_target_s=2.0),
+                                            "bsp": dict(run, max_staleness=None)}))
+    out = capsys.readouterr().out
+    bsp = next(line for line in out.splitlines() if "│  bsp" in line)
+    assert "None" not in out
+    assert [c.strip() for c in bsp.split("│")[1:-1]][4] == "-"
