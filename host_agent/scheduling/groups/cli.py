@@ -147,8 +147,9 @@ def run(args: argparse.Namespace) -> int:
               f"{r['migrations']:10d} {r['reactions']:7d} {r['replans']:8d} {r['max_group_diff']:10.2g}")
     for m, r in res["runs"].items():  # an accuracy at chance is all the table shows of it
         if r["diverged_slot"] is not None:
-            print(f"warning: {m}: training diverged: the parameters held NaN or infinite values after slot "
-                  f"{r['diverged_slot']} (a smaller --lr?)", file=sys.stderr)
+            print(f"warning: {m}: training diverged: after slot {r['diverged_slot']} the parameters held NaN or "
+                  f"infinite values or the training loss was over 100x the first slot's (a smaller --lr?)",
+                  file=sys.stderr)
     line = over_budget_line(res)
     if line:
         print(line)

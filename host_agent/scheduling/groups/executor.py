@@ -225,6 +225,23 @@ def finished_slots(cfg: GroupsConfig, so_far: dict) -> dict | None:
     return out
 
 
+DIVERGED_LOSS = 100.0  # a slot's mean training loss this many times the first slot's: diverged
+
+
+def diverged_slot(slots: list[dict]) -> int | None:
+    """The first slot after which the parameters held NaN or infinities, or whose mean training
+    loss was not finite or :data:`DIVERGED_LOSS` times the first slot's (a cross-entropy does not
+    grow a hundredfold while training works; ``--lr 100`` took it to 1e21 with finite weights,
+    which passed as no divergence); None: never."""
+    first = next((s["loss"] for s in slots if s.get("loss") is not None), None)
+    for s in slots:
+        loss = s.get("loss")
+        if not s.get("finite", True) or (loss is not None and (not np.isfinite(loss) or (
+                first is not None and np.isfinite(first) and loss > DIVERGED_LOSS * max(first, 1e-3)))):
+            return s["slot"]
+    return None
+
+
 def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = None) -> dict:
     """The run; ``so_far`` (if given) gets what a partial result needs as it is made (the
     records of every slot, the budget), for :func:`finished_slots`."""
@@ -446,8 +463,7 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
                        mean_active=float(np.mean([sum(len(g["ranks"]) for g in s["plan"]["groups"]) for s in slots])),
                        final_test_acc=slots[-1]["test_acc"], max_group_diff=max(s["max_group_diff"] for s in slots),
                        migrations=sum(1 for s in slots if s["migration_moves"]),
-                       # the first slot after which the parameters held NaN or infinities (None: never)
-                       diverged_slot=next((s["slot"] for s in slots if not s.get("finite", True)), None),
+                       diverged_slot=diverged_slot(slots),
                        reactions=sum(1 for s in slots if s.get("reacted")),
                        replans=sum(1 for s in slots if s.get("replanned_from")),
                        migration_s=float(sum(s["migration_s"] for s in slots)),

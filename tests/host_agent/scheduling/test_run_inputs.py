@@ -403,8 +403,19 @@ def test_train_groups_says_when_training_diverged(capsys):
     assert main(["train", "groups", "--planner", "bsp", "--no-cgroups", "--quotas", "1.0", "--slots", "3", "--iters",
                  "2", "--batch", "8", "--lr", "1e30", "--model", f"{__name__}:_blob_mlp", "--data",
                  f"{__name__}:_blob_data"]) == 0
-    assert re.search(r"warning: bsp: training diverged: the parameters held NaN or infinite values after slot \d",
+    assert re.search(r"warning: bsp: training diverged: after slot \d the parameters held NaN or infinite values",
                      capsys.readouterr().err)
+
+
+def test_a_groups_slot_whose_loss_exploded_is_divergence_even_with_finite_weights():
+    """``--lr 100`` took the loss to 1e21 with finite weights, and the run said nothing."""
+    from host_agent.scheduling.groups.executor import diverged_slot
+    ok = [dict(slot=k, finite=True, loss=x) for k, x in enumerate((2.3, 1.9, 0.8, 0.3))]
+    assert diverged_slot(ok) is None
+    assert diverged_slot(ok[:2] + [dict(slot=2, finite=True, loss=1e21)]) == 2
+    assert diverged_slot(ok[:2] + [dict(slot=2, finite=True, loss=float("inf"))]) == 2
+    assert diverged_slot(ok[:3] + [dict(slot=3, finite=False, loss=0.2)]) == 3
+    assert diverged_slot([dict(slot=0, finite=True, loss=None), dict(slot=1, finite=True, loss=3.0)]) is None
 
 
 def test_train_cgp_says_when_training_diverged(tmp_path):
