@@ -71,6 +71,13 @@ def comparison_line(method: str, v: dict) -> str:
     if v["slots"] and v["same_plan_slots"] == v["slots"]:
         line += (": every slot ran the same plans, so the difference is measurement noise (the host, the order the "
                  "methods run in a slot), not the planner's")
+    elif v["same_plan_slots"] and v.get("reduction_other_plans") is not None:
+        def pct(x: float) -> str:
+            return f"{abs(x) * 100:.1f}% {'lower' if x >= 0 else 'higher'}"
+        n_other = v["slots"] - v["same_plan_slots"]
+        line += (f": {pct(v['reduction_other_plans'])} in the {n_other} slot{'s' if n_other > 1 else ''} with other "
+                 f"plans (the planner's choices), {pct(v['reduction_same_plans'])} in the same-plan slots (the host's "
+                 "noise)")
     return line
 
 

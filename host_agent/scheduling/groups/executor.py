@@ -472,14 +472,26 @@ def summarise(cfg: GroupsConfig, rec: dict, budget: float, t_ref: float, costs, 
     out = dict(config=config_record(cfg), budget=budget, t_ref=t_ref, layer_costs=costs.to_dict(), wall_s=wall,
                load_avg=os.getloadavg(), load_avg_start=load0, runs=runs)
     if "lyapunov" in runs:
-        ly = runs["lyapunov"]["mean_batch_s"]
         # slots in which a method ran exactly Lyapunov's plans (a reaction's first plan too):
         # there the difference in batch time is the host's, not the planner's
         ran = [(s["plan"], s.get("replanned_from")) for s in runs["lyapunov"]["slots"]]
-        out["lyapunov_vs"] = {m: dict(batch_time_reduction=1.0 - ly / r["mean_batch_s"],
-                                      speedup=r["mean_batch_s"] / ly,
-                                      same_plan_slots=sum(1 for s, p in zip(r["slots"], ran)
-                                                          if (s["plan"], s.get("replanned_from")) == p),
-                                      slots=len(r["slots"]))
+        out["lyapunov_vs"] = {m: vs_method(runs["lyapunov"]["slots"], r["slots"], ran)
                               for m, r in runs.items() if m != "lyapunov"}
     return out
+
+
+def vs_method(mine: list[dict], other: list[dict], ran: list) -> dict:
+    """The planner's slots against another method's: the batch-time reduction over all slots,
+    and split into the slots where the two ran the same plans (there the difference is the
+    host's noise: the order the methods run in, a quota's phase) and those where they did not
+    (what the planner's choices did). ``ran``: the planner's (plan, replanned_from) per slot."""
+    same = [(s["plan"], s.get("replanned_from")) == p for s, p in zip(other, ran)]
+
+    def reduction(pick: bool) -> float | None:
+        a = [x["T"] for x, k in zip(mine, same) if k == pick]
+        b = [x["T"] for x, k in zip(other, same) if k == pick]
+        return 1.0 - sum(a) / sum(b) if a and sum(b) > 0 else None
+
+    ly, r = float(np.mean([s["T"] for s in mine])), float(np.mean([s["T"] for s in other]))
+    return dict(batch_time_reduction=1.0 - ly / r, speedup=r / ly, same_plan_slots=sum(same), slots=len(other),
+                reduction_same_plans=reduction(True), reduction_other_plans=reduction(False))

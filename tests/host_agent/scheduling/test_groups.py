@@ -780,6 +780,9 @@ def test_the_summary_counts_the_slots_in_which_a_baseline_ran_lyapunovs_plans():
     vs = out["lyapunov_vs"]["bsp"]
     assert (vs["same_plan_slots"], vs["slots"]) == (1, 3)
     assert vs["speedup"] == pytest.approx((0.011 + 0.012 + 0.020) / (0.010 + 0.012 + 0.010))
+    # the margin split: slot 0 ran the same plan (the host's noise), slots 1 and 2 did not
+    assert vs["reduction_same_plans"] == pytest.approx(1 - 0.010 / 0.011)
+    assert vs["reduction_other_plans"] == pytest.approx(1 - (0.012 + 0.010) / (0.012 + 0.020))
 
 
 def test_the_layer_profile_takes_integer_inputs_an_embedding_model():
@@ -1122,6 +1125,10 @@ def test_a_comparison_of_methods_that_ran_the_same_plans_in_every_slot_says_it_i
     assert "measurement noise" in same
     some = comparison_line("lbbsp", dict(batch_time_reduction=0.1, speedup=1.11, same_plan_slots=5, slots=6))
     assert "10.0% lower" in some and "noise" not in some
+    split = comparison_line("bsp", dict(batch_time_reduction=-0.121, speedup=0.89, same_plan_slots=15, slots=16,
+                                        reduction_other_plans=-1.76, reduction_same_plans=-0.038))
+    assert split.endswith("the same plans in 15 of 16 slots: 176.0% higher in the 1 slot with other plans (the "
+                          "planner's choices), 3.8% higher in the same-plan slots (the host's noise)")
 
 
 def test_a_trace_that_cannot_be_read_is_named_as_the_trace(tmp_path):
