@@ -55,9 +55,11 @@ class QuotaRunOptions:
 
     def require_fields(self, checks) -> None:
         """:func:`require` for each ``(field, option, ok, want)`` in order, on the field's value
-        (which must also be finite)."""
+        (which must also be finite); a None value is the field's default, not checked."""
         for name, option, ok, want in checks:
             value = getattr(self, name)
+            if value is None:
+                continue
             finite = math.isfinite(float(value))
             # an infinite value passes '> 0': it was refused as "must be > 0 seconds, got inf"
             # (--duration inf; until 2026-11-28)

@@ -95,7 +95,9 @@ class CGPConfig(QuotaRunOptions):
     c_push: float | None = None  # server seconds per global update; None: measured by the server each phase
     objective: str = "throughput"  # grouping: samples/s with a saturating server, or "linear" (idle + lam x busy)
     theta: float = 0.3
-    snapshot_s: float = 0.5
+    # seconds between the model holder's weight snapshots, the resolution of a time to a target
+    # accuracy; None: snapshot_interval's, by the model's size
+    snapshot_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.trace is not None:  # a pathlib.Path failed writing the processes' config (not JSON), until 2026-11-28
@@ -124,10 +126,26 @@ class CGPConfig(QuotaRunOptions):
             ("R", "--R", self.R >= 1, ">= 1"),
             ("s_max", "--s-max", self.s_max >= 0, ">= 0"),
             ("accumulate", "--accumulate", self.accumulate >= 0, ">= 0 batches"),
-            ("snapshot_s", "--snapshot", self.snapshot_s > 0, "> 0 seconds"),
+            ("snapshot_s", "--snapshot", self.snapshot_s is None or self.snapshot_s > 0, "> 0 seconds"),
             ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
         if self.cgroups:
             warn_server_quota(self.ps_quota)
+
+
+SNAPSHOT_BYTES_PER_S = 4e6  # the most weight bytes the model holder writes per second by default
+SNAPSHOT_S = (0.1, 0.5)  # the default interval's range, seconds
+
+
+def snapshot_interval(cfg: CGPConfig, model: torch.nn.Module) -> float:
+    """``cfg.snapshot_s``, else the shortest interval at which the model holder writes at most
+    :data:`SNAPSHOT_BYTES_PER_S` of weights, within :data:`SNAPSHOT_S`: 0.1 s for a model of
+    up to 100k parameters (small models reach a target within a second, which 0.5-s snapshots
+    left unresolved between methods), 0.5 s from 500k (the writes take the holder's CPU,
+    which the server's quota bounds)."""
+    if cfg.snapshot_s is not None:
+        return float(cfg.snapshot_s)
+    nbytes = sum(p.numel() for p in model.parameters()) * 4  # float32 weights
+    return float(min(max(nbytes / SNAPSHOT_BYTES_PER_S, SNAPSHOT_S[0]), SNAPSHOT_S[1]))
 
 
 def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_acc: float | None = None,
@@ -174,7 +192,7 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
         if cg:
             cg.set(list(quotas[0]) + [cfg.ps_quota])
         pcfg = dict(asdict(cfg), model=spec, data=data_spec, data_path=data_path, port=port, out_dir=out_dir,
-                    cgroups=cg.paths if cg else None, least_batch=least)
+                    cgroups=cg.paths if cg else None, least_batch=least, snapshot_s=snapshot_interval(cfg, model))
         path = os.path.join(out_dir, "config.json")
         with open(path, "w") as f:
             json.dump(pcfg, f)
@@ -215,7 +233,9 @@ def _train_in(out_dir: str, spec: str, dataset, cfg: CGPConfig, target_acc) -> d
             ranks.settle()
             raise RankFailure(f"{ranks.exits('process')} ended the run (workers 0-{cfg.workers - 1}, "
                               f"the server {cfg.workers})")
-    return _collect(cfg, spec, data, out_dir, applied, target_acc)
+    res = _collect(cfg, spec, data, out_dir, applied, target_acc)
+    res["config"]["snapshot_s"] = pcfg["snapshot_s"]  # the interval used (given or by the model's size)
+    return res
 
 
 def _results_written(out_dir: str, n: int) -> bool:
@@ -348,7 +368,7 @@ def compare(runs: dict[str, dict], target: float) -> dict:
             if name == "cgp":
                 continue
             d = compare_times("cgp", crossing(c["evals"], target), name, crossing(r["evals"], target))
-            d["resolution_s"] = float(c.get("config", {}).get("snapshot_s", CGPConfig.snapshot_s))
+            d["resolution_s"] = float(c.get("config", {}).get("snapshot_s") or SNAPSHOT_S[1])
             d["acc_diff_pp"] = 100 * ((c["final_acc"] or 0) - (r["final_acc"] or 0))
             out[name] = d
     return out

@@ -170,6 +170,22 @@ def test_saatp_train_cgp_sets_the_snapshot_interval(monkeypatch, capsys):
     assert seen == [0.1, 0.1] and "snapshots every 0.1 s" in capsys.readouterr().out
     assert train_cli.run(p.parse_args(["--snapshot", "0"])) == 2
     assert "snapshot_s (--snapshot) must be > 0 seconds, got 0.0" in capsys.readouterr().err
+    seen.clear()
+    assert train_cli.run(p.parse_args(["--method", "cgp"])) == 0
+    assert seen == [None]  # train_cgp takes the interval by the model's size
+
+
+def test_the_default_snapshot_interval_follows_the_models_size():
+    """0.1 s for a small model (a target reached within a second was left unresolved by 0.5-s
+    snapshots), longer as the weights grow (at most 4 MB written per second), at most 0.5 s."""
+    from torch import nn
+
+    from host_agent.scheduling.cgp.library import CGPConfig, snapshot_interval
+    cfg = CGPConfig(cgroups=False)
+    assert snapshot_interval(cfg, nn.Linear(64, 10)) == 0.1
+    assert snapshot_interval(cfg, nn.Linear(1000, 250)) == pytest.approx(250_250 * 4 / 4e6)
+    assert snapshot_interval(cfg, nn.Linear(2000, 1000)) == 0.5
+    assert snapshot_interval(CGPConfig(cgroups=False, snapshot_s=0.3), nn.Linear(64, 10)) == 0.3
 
 
 def test_the_config_names_the_check_that_failed_and_its_value():
