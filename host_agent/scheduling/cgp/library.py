@@ -337,12 +337,12 @@ def compare_times(a: str, ia, b: str, ib) -> dict:
         out["note"] = "neither reached the target"
     elif ia is None or ib is None:
         won, lost, t = (a, b, ia[1]) if ib is None else (b, a, ib[1])
-        out.update(resolved=True, note=f"{won} reached the target at {t:.1f} s, {lost} did not in its run")
+        out.update(resolved=True, note=f"{won} reached the target at {t:.2f} s, {lost} did not in its run")
     elif ia[1] <= ib[0] or ib[1] <= ia[0]:
         lo = ib[0] / ia[1]
         hi = ib[1] / ia[0] if ia[0] > 0 else None
         out.update(resolved=True, speedup_to_target=ib[1] / ia[1], speedup_bounds=[lo, hi],
-                   note=f"{a} {ia[1]:.1f} s, {b} {ib[1]:.1f} s")
+                   note=f"{a} {ia[1]:.2f} s, {b} {ib[1]:.2f} s")
     else:
         # to 10 ms: the methods' snapshots are not taken at the same times, and at 0.1 s an
         # overlap of 23 ms read "cgp in 0.5-1.0 s, cgp-inverse in 1.0-1.5 s" (until 2026-11-28)

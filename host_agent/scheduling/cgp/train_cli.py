@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         tt = r["time_to_target_s"]
         stale = "n/a (synchronous)" if r["max_staleness"] is None else str(r["max_staleness"])
         print(f"{name:{w}s} {r['final_acc']:9.3f} {r['final_t_s']:6.1f}s {r['best_acc']:9.3f} "
-              f"{'-' if tt is None else f'{tt:.1f} s':>8s} {r.get('samples_per_s', 0):10.0f} "
+              f"{'-' if tt is None else f'{tt:.2f} s':>8s} {r.get('samples_per_s', 0):10.0f} "
               f"{r.get('batch_time_s', float('nan')) * 1e3:9.1f} {stale:>17s}")
     for name, r in runs.items():  # an accuracy at chance is all the table shows of it
         if r.get("diverged_t_s") is not None:
