@@ -432,3 +432,23 @@ def test_a_rank_dies_with_its_parent(tmp_path):
     if not _dead(pid):
         os.kill(pid, signal.SIGKILL)  # do not leave it behind
         pytest.fail("the rank outlived its parent")
+
+
+def test_the_logged_held_out_models_load_as_the_commands_load_them(monkeypatch):
+    """scripts/heldout_models.py holds the models of the logged held-out-style runs: each loads
+    through the commands' own loaders and trains a step (the figures name them)."""
+    import os
+
+    from host_agent.scheduling import digits
+    from host_agent.scheduling.groups.checks import check_model_on_data
+    from host_agent.scheduling.pipeline.models import build_layers, load_model
+    monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
+    data = digits.dataset_from("heldout_models:digits_split")
+    assert (len(data.x_train), len(data.x_test)) == (1257, 540)
+    assert check_model_on_data(digits.sequential_from("heldout_models:gelu_cnn"), data, "m") == 10
+    spec = load_model("heldout_models:tcn_mini")
+    layers = build_layers(spec, 0)
+    x, y = spec.make_batch(4, 0)
+    loss = spec.loss_sum(layers(x), y)
+    loss.backward()
+    assert len(layers) == 12 and torch.isfinite(loss)
