@@ -642,6 +642,36 @@ def test_correction_learns_the_models_error_per_process_count_and_steers_the_cho
     assert len(again.active) < 3 and info["correction"] == 1.0
 
 
+def test_a_plan_that_would_take_the_running_mean_cost_above_the_budget_is_not_chosen():
+    """The queue alone keeps the budget only over tens of slots (at --budget-frac 0.3 every
+    method ended 12 slots 1.21-1.26x above it): a plan whose predicted cost would take the
+    mean measured cost of the slots so far and this one above the budget is left out while
+    another keeps it; when none does, the cheapest."""
+    from host_agent.scheduling.groups.planner import Estimates, SlotPlanner
+    est = Estimates(np.array([1.0, 1.0, 1.0]), 1e12, 1e12)
+    free = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 3, V=10.0)
+    free.t_ref, free.budget = 0.1, 1e9
+    fast, info = free.choose(est, None, 3)
+    assert len(fast.active) == 3 and info["allowed_cost"] == 1e9
+    cost3 = info["predicted_cost"]
+    pl = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 3, V=10.0)
+    pl.t_ref, pl.budget = 0.1, cost3 * 0.9  # the fastest plan costs more than the budget
+    pl.observe_cost(cost3 * 0.9)  # one slot spent exactly the budget: no room for more
+    plan, info = pl.choose(est, None, 3)
+    assert info["predicted_cost"] <= info["allowed_cost"] == pytest.approx(cost3 * 0.9)
+    assert len(plan.active) < 3
+    pl.observe_cost(cost3 * 5)  # a slot far above it: no plan keeps the budget, the cheapest goes
+    plan, info = pl.choose(est, None, 3)
+    assert info["allowed_cost"] < 0 and len(plan.active) == 1
+    # the running mean well below the budget: room again for the fastest plan
+    roomy = SlotPlanner("lbbsp", _costs(), 128, [1.0] * 3, V=10.0)
+    roomy.t_ref, roomy.budget = 0.1, cost3 * 0.9
+    for _ in range(3):
+        roomy.observe_cost(cost3 * 0.5)
+    plan, info = roomy.choose(est, None, 3)
+    assert len(plan.active) == 3
+
+
 def test_an_untried_kind_borrows_the_largest_measured_correction():
     from host_agent.scheduling.groups.planner import SlotPlanner
     pl = SlotPlanner("lyapunov", _costs(), 128, [1.0] * 4, V=10.0)
