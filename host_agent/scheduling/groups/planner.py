@@ -424,7 +424,11 @@ class SlotPlanner:
         error.
 
         A kind without a measurement borrows the largest correction of the measured kinds
-        with its process count, else of all measured kinds (1 before any). The model has
+        with the nearest process count (1 before any): the model's error grows with the
+        processes that run at once (contention for the host's cores, the all-reduce), and a
+        single process that borrowed three processes' 1.64 was predicted at 139 ms and left
+        untried while the planner kept two processes at 88-93 ms, where BSP ran that process
+        alone at 77-81 (seed-2 trace, 2026-11-28 20:24 UTC). The model has
         under-predicted every kind measured here (replicas by about a quarter, pipelines by
         half). Assuming it exact for an untried kind made the planner pick untried structures
         (mostly pipelines) for that optimism, and slots in which a quota moved, whose ratio is
@@ -453,8 +457,11 @@ class SlotPlanner:
             prior *= STRAGGLER_PRIOR
         pool = ({k: c for k, c in seen.items() if flags(k) == flags(kind)}
                 or {k: c for k, c in seen.items() if k[1] == kind[1]} or seen)
-        same = [c for k, c in pool.items() if k[0] == kind[0]]
-        return prior * max(same or list(pool.values()) or [1.0])
+        if not pool:
+            return prior
+        # the kinds of the nearest process count (of two as near, the larger correction)
+        near = min(abs(k[0] - kind[0]) for k in pool)
+        return prior * max(c for k, c in pool.items() if abs(k[0] - kind[0]) == near)
 
     def observe(self, plan: ExecPlan, predicted_s: float, measured_s: float, quota_moved: bool = False,
                 kind: tuple | None = None) -> None:

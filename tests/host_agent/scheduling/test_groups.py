@@ -672,7 +672,7 @@ def test_a_plan_that_would_take_the_running_mean_cost_above_the_budget_is_not_ch
     assert len(plan.active) == 3
 
 
-def test_an_untried_kind_borrows_the_largest_measured_correction():
+def test_an_untried_kind_borrows_the_correction_of_the_nearest_process_count():
     from host_agent.scheduling.groups.planner import SlotPlanner
     pl = SlotPlanner("lyapunov", _costs(), 128, [1.0] * 4, V=10.0)
     assert pl.correction((4, False)) == 1.0  # nothing measured at all
@@ -682,7 +682,8 @@ def test_an_untried_kind_borrows_the_largest_measured_correction():
     pl.observe(four, 0.1, 0.13)
     pl.observe(two, 0.1, 0.11)
     assert pl.correction((4, True)) == pytest.approx(1.3 * PIPELINE_PRIOR)  # the replicas of the same count
-    assert pl.correction((3, False)) == pytest.approx(1.3)  # no kind of its count: the largest
+    assert pl.correction((3, False)) == pytest.approx(1.3)  # no kind of its count: of the nearest (2, 4), the larger
+    assert pl.correction((1, False)) == pytest.approx(1.1)  # the nearest count's, not four processes' 1.3
     pipe = ExecPlan((Group((0, 1), (0, 3, 6), 32, 64), Group((2,), (0, 6), 64, 64),
                      Group((3,), (0, 6), 32, 32)), 6)
     pl.observe(pipe, 0.1, 0.1)  # measured: its own history from now on
