@@ -81,7 +81,13 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
     g = p.add_argument_group("model, data and processes")
     g.add_argument("--model", default="digits-cnn", help=f"digits-cnn or MODULE:FN returning an {model}")
     g.add_argument("--data", default="digits", help="digits or MODULE:FN returning (x_train, y_train, x_test, y_test)")
-    g.add_argument("--quotas", default=quotas, help=f"base CPU quota per {rank} (default %(default)s)")
+    ranks = rank + ("es" if rank.endswith("s") else "s")
+    g.add_argument("--quotas", default=None, help=f"base CPU quota per {rank} (default {quotas}); their number is "
+                                                  f"the number of {ranks}")
+    g.add_argument(f"--{ranks}", type=int, default=None, dest="rank_count", metavar="N",
+                   help=f"the number of {ranks}: without --quotas, the default quotas repeated to N values "
+                        f"({quotas} for 4); with --quotas, it must match their number")
+    p.set_defaults(default_quotas=quotas, rank_noun=ranks)
     g.add_argument("--trace", metavar="CSV",
                    help="CPU trace, looped: slot,device,factor (base quota / factor) or slot,device,quota "
                    "(CPUs); a (slot, device) it does not name keeps the base quota (default: generated)")
@@ -98,10 +104,21 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
 def run_options_from(args: argparse.Namespace) -> dict:
     """The :class:`QuotaRunOptions` fields the options of :func:`add_run_options` give
     (``timeout_s`` keeps its default); ValueError when ``--quotas`` holds a non-number."""
+    given = getattr(args, "quotas", None)
+    text = given if given is not None else args.default_quotas
     try:
-        quotas = tuple(float(q) for q in args.quotas.split(","))
+        quotas = tuple(float(q) for q in text.split(","))
     except ValueError:
-        raise ValueError(f"--quotas must be comma-separated CPU quotas (e.g. 0.3,0.2), got {args.quotas!r}") from None
+        raise ValueError(f"--quotas must be comma-separated CPU quotas (e.g. 0.3,0.2), got {text!r}") from None
+    n = getattr(args, "rank_count", None)
+    if n is not None:
+        noun = getattr(args, "rank_noun", "workers")
+        require(noun, n, n >= 1, ">= 1", f"--{noun}")
+        if given is not None and len(quotas) != n:
+            raise ValueError(f"--{noun} {n} but --quotas gives {len(quotas)} values ({given}): give one quota per "
+                             f"{noun[:-2] if noun.endswith('es') else noun[:-1]}, or leave out one of the two options")
+        if given is None:
+            quotas = tuple(quotas[i % len(quotas)] for i in range(n))
     return dict(base_quotas=quotas, trace=args.trace, trace_seed=args.trace_seed, backend=args.backend,
                 seed=args.seed, cgroups=not args.no_cgroups, stall_s=args.stall_timeout)
 

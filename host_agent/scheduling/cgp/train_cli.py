@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{r['diverged_t_s']:.1f} s (a smaller --lr?)", file=sys.stderr)
     snap = next(iter(runs.values())).get("config", {}).get("snapshot_s")  # the interval the runs used
     print(f"(final acc: at the end of training; a time to {args.target} is the first snapshot at or above it"
-          + (f", snapshots every {snap:g} s)" if snap else ")"))
+          + (f", snapshots every {snap:.3g} s)" if snap else ")"))
     for name, c in cmp.items():
         print(f"cgp vs {name}: time to target {time_ratio(c)}, final accuracy {c['acc_diff_pp']:+.1f} pp")
     res = dict(runs=runs, target_acc=args.target, comparison=cmp)

@@ -117,6 +117,27 @@ def test_run_options_fill_the_shared_config_fields():
         run_options_from(p.parse_args(["--quotas", "0.5,x"]))
 
 
+def test_the_number_of_ranks_is_an_option_of_its_own():
+    """``--workers N`` (train cgp) and ``--processes N`` (train groups): the default quotas
+    repeated to N values, or checked against --quotas; argparse refused them before."""
+    p = argparse.ArgumentParser()
+    add_run_options(p, "nn.Module", "worker", "0.25,0.25,0.2,0.1")
+    assert run_options_from(p.parse_args([]))["base_quotas"] == (0.25, 0.25, 0.2, 0.1)
+    assert run_options_from(p.parse_args(["--workers", "6"]))["base_quotas"] == (0.25, 0.25, 0.2, 0.1, 0.25, 0.25)
+    assert run_options_from(p.parse_args(["--workers", "2"]))["base_quotas"] == (0.25, 0.25)
+    assert run_options_from(p.parse_args(["--workers", "2", "--quotas", "0.3,0.1"]))["base_quotas"] == (0.3, 0.1)
+    with pytest.raises(ValueError, match=r"--workers 3 but --quotas gives 2 values \(0.3,0.1\): give one quota per "
+                                         r"worker"):
+        run_options_from(p.parse_args(["--workers", "3", "--quotas", "0.3,0.1"]))
+    with pytest.raises(ValueError, match=r"workers \(--workers\) must be >= 1, got 0"):
+        run_options_from(p.parse_args(["--workers", "0"]))
+    q = argparse.ArgumentParser()
+    add_run_options(q, "nn.Sequential", "process", "0.35,0.3,0.2,0.15")
+    assert run_options_from(q.parse_args(["--processes", "5"]))["base_quotas"] == (0.35, 0.3, 0.2, 0.15, 0.35)
+    with pytest.raises(ValueError, match="give one quota per process,"):
+        run_options_from(q.parse_args(["--processes", "2", "--quotas", "0.3"]))
+
+
 def top_level_fn():
     return 41
 
