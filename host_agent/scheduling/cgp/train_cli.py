@@ -145,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
                          balance=args.balance, accumulate=args.accumulate, **opts)
         methods = list(dict.fromkeys(m for x in (args.method or ["all"]) for m in (MODES if x == "all" else (x,))))
         plans = {m: replace(base, mode=m) for m in methods}
+        if args.ablation and "cgp" not in plans:  # each variant is compared with cgp itself
+            print("note: --ablation compares CGP's variants with cgp, so cgp runs too", file=sys.stderr)
+            plans = {"cgp": replace(base, mode="cgp"), **plans}
         if args.ablation:
             plans.update(ablation_configs(base))
         # the data function is called once, for all the methods: until 2026-11-28 once per method,

@@ -846,3 +846,25 @@ def test_the_cgp_plot_tells_eleven_methods_apart(tmp_path, monkeypatch):
         styles = {(matplotlib.colors.to_hex(line.get_color()), line.get_linestyle()): line.get_label()
                   for line in a.get_lines() if line.get_label() in names}
         assert sorted(styles.values()) == sorted(names)
+
+
+def test_an_ablation_without_cgp_in_the_methods_runs_cgp_too(monkeypatch, capsys):
+    """``--method bsp --ablation`` ran the variants without cgp, so nothing was compared."""
+    import argparse
+
+    from host_agent.scheduling.cgp import train_cli
+    ran = []
+
+    def fake_train(model, data, cfg, target_acc=None, log_dir=None):
+        ran.append(cfg.mode)
+        ev = _evals((0.1, 0.5), (0.2, 0.95))
+        return dict(evals=ev, final_acc=0.95, final_t_s=0.2, best_acc=0.95, config=dict(snapshot_s=0.1),
+                    samples_per_s=1000.0, max_staleness=None if cfg.mode == "bsp" else 8)
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train)
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    assert train_cli.run(p.parse_args(["--method", "bsp", "--ablation"])) == 0
+    out = capsys.readouterr()
+    assert ran[0] == "cgp" and "bsp" in ran and "cgp runs too" in out.err
+    assert "cgp vs bsp:" in out.out and "cgp vs cgp-no-accumulate" in out.out
+
