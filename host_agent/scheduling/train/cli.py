@@ -51,6 +51,10 @@ from ..result_files import check_result_files, keep_interrupted, write_json
 from ..umpipe import family
 from . import candidates, drift, tuning
 
+
+TUNE_STEPS = 5  # timed iterations per candidate when tuning (--tune-steps)
+
+
 def whole_number(option: str, text: str, alternative: str = "") -> int:
     """``text`` as a whole number >= 1; ValueError naming ``option`` otherwise (``--microbatches
     0`` meant ``best`` without a word until 2026-11-28)."""
@@ -85,7 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidates", type=int, default=3,
                    help="candidates per method, the model's best, measured in a tuning session (default 3; "
                         "1 = every method takes its model choice, no tuning session)")
-    p.add_argument("--tune-steps", type=int, default=5, help="timed iterations per candidate when tuning (default 5)")
+    p.add_argument("--tune-steps", type=int, default=TUNE_STEPS,
+                   help=f"timed iterations per candidate when tuning (default {TUNE_STEPS})")
     p.add_argument("--lead", type=int, default=1,
                    help="untimed iterations of a schedule right before each timed one (default 1)")
     p.add_argument("--warmup", type=int, default=1, help="untimed iterations first (default 1)")
@@ -341,6 +346,9 @@ def run(args: argparse.Namespace) -> int:
                     tuned_out["rescaled"] = drift.rescale_for_drift(runs, drift.host_drift(
                         prof, args.batch, costs.info["cuts"], tuned_out["runs"], quotas=quotas, backend=args.backend),
                         tuned_out["runs"], args.batch)
+            elif args.tune_steps != TUNE_STEPS:
+                print(f"note: --tune-steps {args.tune_steps} is unused: every method has one candidate "
+                      f"(--candidates {args.candidates}), so nothing is tuned", flush=True)
             final = _session(costs, args, runs, args.steps, quotas)
         except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
             # keep the tuning session's measurements (minutes of them): until 2026-11-28 a Ctrl-C

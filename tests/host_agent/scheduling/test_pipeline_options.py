@@ -549,3 +549,25 @@ def test_a_run_not_timed_as_the_calibration_does_not_call_the_profile_stale(tmp_
         in got and json.loads(out.read_text())["host_drift"] is None
     assert drift.timed_as_calibrated(1, 1) and drift.timed_as_calibrated(2, 3)
     assert not drift.timed_as_calibrated(0, 1) and not drift.timed_as_calibrated(1, 0)
+
+
+def test_tune_steps_without_anything_to_tune_is_noted(tmp_path, monkeypatch, capsys):
+    """--candidates 1 leaves every method one candidate: --tune-steps was ignored without a word."""
+    from emulation.cli import main
+    from host_agent.scheduling.pipeline.models import build_layers, load_model
+    from host_agent.scheduling.train import cli
+
+    model = six_layer_module(tmp_path, monkeypatch)
+    prof = dict(two_stage_profile(), model=model)
+    for rec, layer in zip(prof["cpu"]["layers"], build_layers(load_model(model))):
+        rec["param_bytes"] = sum(p.numel() * 4 for p in layer.parameters())
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(prof))
+    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01], losses=[1.0])
+                                                                     for _ in cfg.runs]))
+    args = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
+            "--batch", "6", "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    assert main(args + ["--tune-steps", "9"]) == 0
+    assert "note: --tune-steps 9 is unused: every method has one candidate (--candidates 1)" in capsys.readouterr().out
+    assert main(args) == 0
+    assert "--tune-steps" not in capsys.readouterr().out
