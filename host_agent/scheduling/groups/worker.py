@@ -189,11 +189,16 @@ class Worker:
         # a copy: a first layer that works in place (nn.LeakyReLU(inplace=True)) changed the
         # training split's first samples at every pass (until 2026-11-28)
         x, y = self.X[:b].clone(), self.Y[:b]
-        reps, t0 = 0, tick()
+        reps, t0, c0 = 0, tick(), time.process_time()
         while reps < 1 or tick() - t0 < min_s:
             digits.loss_sum(self.probe_model(x), y).backward()
             reps += 1
-        el = tick() - t0
+        # at the pace the slot's quota sustains, as the active processes' compute is measured
+        # (Worker.iteration): an idle process's probe ends on CPU its quota has not repaid yet
+        # (the kernel throttles at its 4-ms tick), and a 0.1-CPU process probed at 0.075
+        # against 0.053 active, just fast enough not to count as a straggler beside a 0.3-CPU
+        # process, which the planner then gave a third of the batch (171.8 ms, predicted 74.5)
+        el = cgroups.quota_paced(tick() - t0, time.process_time() - c0, self.quota)
         self.probe_model.zero_grad()
         return reps * op_work(self.costs, 0, self.costs.n, b) / el
 

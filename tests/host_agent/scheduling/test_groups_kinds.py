@@ -83,3 +83,26 @@ def test_a_move_must_gain_more_than_the_margin_over_staying():
         P.MOVE_MARGIN = old
     est = Estimates(np.array([0.5, 1.0, 0.5]), 1.0, 1e12)  # process 0 fell to half: a real gain
     assert pl.choose(est, cur, 3)[0].active == (1,)
+
+
+def test_an_idle_processs_probe_is_paced_by_its_quota(monkeypatch):
+    """An idle 0.1-CPU process's probe ends on CPU its quota has not repaid yet: it read 0.075
+    against 0.053 active, and passed as no straggler beside a 0.3-CPU process. The probe's time
+    is now the longer of its wall time and its CPU seconds over the slot's quota."""
+    import torch
+    from torch import nn
+
+    from host_agent.scheduling.groups import worker as wk
+    w = wk.Worker.__new__(wk.Worker)
+    w.X, w.Y = torch.zeros(8, 4), torch.zeros(8, dtype=torch.long)
+    w.probe_model, w.costs = nn.Sequential(nn.Linear(4, 3)), _costs(1)
+    clock = iter([0.0, 0.1, 0.1])  # 0.1 s of wall time for the probe's one pass (its loop reads the clock too)
+    cpu = iter([1.0, 1.015])  # 15 ms of CPU in it: 1.5x what 0.1 CPU sustains over 0.1 s
+    monkeypatch.setattr(wk, "tick", lambda: next(clock))
+    monkeypatch.setattr(wk.time, "process_time", lambda: next(cpu))
+    w.quota = 0.1
+    work = 1e-3 + 1e-4 * 8  # op_work of the one layer on 8 samples
+    assert w.probe_speed(b=8, min_s=0.0) == pytest.approx(work / 0.15)  # paced: 15 ms / 0.1 CPU
+    clock, cpu = iter([0.0, 0.1, 0.1]), iter([1.0, 1.015])
+    w.quota = None  # no cgroup: the wall time
+    assert w.probe_speed(b=8, min_s=0.0) == pytest.approx(work / 0.1)
