@@ -256,10 +256,10 @@ def test_train_pipelines_json_records_what_chose_the_candidates(tmp_path, monkey
     assert (got["memory_limit_mb"], got["mmax"], got["microbatches"], got["seed"]) == (100.0, 1, None, 3)
 
 
-def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, monkeypatch, capsys):
-    """A model made wider since it was profiled keeps its layer count; its profile's times were
-    taken as this model's without a word."""
-    from emulation.cli import main
+def _profiled_six_layers(tmp_path, monkeypatch):
+    """A six-layer MODULE:FN with a two-stage profile of its own parameter bytes, and train
+    pipeline's args on it with the stages' runs faked (10 ms iterations): (model, profile, its
+    path, args)."""
     from host_agent.scheduling.pipeline.models import build_layers, load_model
     from host_agent.scheduling.train import cli
 
@@ -273,6 +273,15 @@ def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, mo
                                                                      for _ in cfg.runs]))
     args = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
             "--batch", "6", "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    return model, prof, path, args
+
+
+def test_train_pipeline_says_when_the_profile_is_of_a_changed_model(tmp_path, monkeypatch, capsys):
+    """A model made wider since it was profiled keeps its layer count; its profile's times were
+    taken as this model's without a word."""
+    from emulation.cli import main
+
+    model, prof, path, args = _profiled_six_layers(tmp_path, monkeypatch)
     assert main(args) == 0
     assert "profiled another" not in capsys.readouterr().out
     prof["cpu"]["layers"][2]["param_bytes"] = 4 * (8 * 12 + 8)  # a Linear(12, 8) then
@@ -554,19 +563,8 @@ def test_a_run_not_timed_as_the_calibration_does_not_call_the_profile_stale(tmp_
 def test_tune_steps_without_anything_to_tune_is_noted(tmp_path, monkeypatch, capsys):
     """--candidates 1 leaves every method one candidate: --tune-steps was ignored without a word."""
     from emulation.cli import main
-    from host_agent.scheduling.pipeline.models import build_layers, load_model
-    from host_agent.scheduling.train import cli
 
-    model = six_layer_module(tmp_path, monkeypatch)
-    prof = dict(two_stage_profile(), model=model)
-    for rec, layer in zip(prof["cpu"]["layers"], build_layers(load_model(model))):
-        rec["param_bytes"] = sum(p.numel() * 4 for p in layer.parameters())
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(prof))
-    monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: dict(runs=[dict(iteration_s=[0.01], losses=[1.0])
-                                                                     for _ in cfg.runs]))
-    args = ["train", "pipeline", "--model", model, "--stages", "2", "--quota", "none", "--profile", str(path),
-            "--batch", "6", "--schedule", "gpipe", "--candidates", "1", "--steps", "1"]
+    model, prof, path, args = _profiled_six_layers(tmp_path, monkeypatch)
     assert main(args + ["--tune-steps", "9"]) == 0
     assert "note: --tune-steps 9 is unused: every method has one candidate (--candidates 1)" in capsys.readouterr().out
     assert main(args) == 0
