@@ -240,10 +240,15 @@ def built_as_ranks_build(spec: str, seed: int, sequential: bool = False) -> nn.M
 
 def sequential_from(spec: str) -> nn.Sequential:
     """:func:`model_from` for the groups executor, whose pipelines cut between the children of
-    an ``nn.Sequential``. Any other module (a ``class Net(nn.Module)`` with its own ``forward``)
-    is one layer that no pipeline can cut: ``nn.Sequential(model)``, which the planners run as
-    data-parallel replicas only (:func:`uncut_note` says so to the user)."""
-    m = model_from(spec)
+    an ``nn.Sequential``: :func:`as_sequential` of it."""
+    return as_sequential(model_from(spec), spec)
+
+
+def as_sequential(m: nn.Module, spec: str) -> nn.Sequential:
+    """``m`` as the groups executor cuts it. Any module other than an ``nn.Sequential`` (a
+    ``class Net(nn.Module)`` with its own ``forward``) is one layer that no pipeline can cut:
+    ``nn.Sequential(m)``, which the planners run as data-parallel replicas only
+    (:func:`uncut_note` says so to the user)."""
     if not isinstance(m, nn.Sequential):
         return nn.Sequential(m)
     if len(m) < 1:
@@ -251,9 +256,9 @@ def sequential_from(spec: str) -> nn.Sequential:
     return m
 
 
-def uncut_note(spec: str) -> str | None:
-    """The note for a model :func:`sequential_from` takes as one layer, else None."""
-    m = model_from(spec)
+def uncut_note(spec: str, m: nn.Module) -> str | None:
+    """The note for a model (``m``, as :func:`model_from` built it) that :func:`as_sequential`
+    takes as one layer, else None."""
     if isinstance(m, nn.Sequential):
         return None
     return (f"note: model {spec} is a {type(m).__name__}, not an nn.Sequential: train groups runs it as one "

@@ -87,7 +87,7 @@ def add_run_options(p: argparse.ArgumentParser, model: str, rank: str, quotas: s
     g.add_argument(f"--{ranks}", type=int, default=None, dest="rank_count", metavar="N",
                    help=f"the number of {ranks}: without --quotas, the default quotas repeated to N values "
                         f"({quotas} for 4); with --quotas, it must match their number")
-    p.set_defaults(default_quotas=quotas, rank_noun=ranks)
+    p.set_defaults(default_quotas=quotas, rank_noun=rank, ranks_noun=ranks)
     g.add_argument("--trace", metavar="CSV",
                    help="CPU trace, looped: slot,device,factor (base quota / factor) or slot,device,quota "
                    "(CPUs); a (slot, device) it does not name keeps the base quota (default: generated)")
@@ -112,11 +112,11 @@ def run_options_from(args: argparse.Namespace) -> dict:
         raise ValueError(f"--quotas must be comma-separated CPU quotas (e.g. 0.3,0.2), got {text!r}") from None
     n = getattr(args, "rank_count", None)
     if n is not None:
-        noun = getattr(args, "rank_noun", "workers")
-        require(noun, n, n >= 1, ">= 1", f"--{noun}")
+        nouns = args.ranks_noun
+        require(nouns, n, n >= 1, ">= 1", f"--{nouns}")
         if given is not None and len(quotas) != n:
-            raise ValueError(f"--{noun} {n} but --quotas gives {len(quotas)} values ({given}): give one quota per "
-                             f"{noun[:-2] if noun.endswith('es') else noun[:-1]}, or leave out one of the two options")
+            raise ValueError(f"--{nouns} {n} but --quotas gives {len(quotas)} values ({given}): give one quota per "
+                             f"{args.rank_noun}, or leave out one of the two options")
         if given is None:
             quotas = tuple(quotas[i % len(quotas)] for i in range(n))
     return dict(base_quotas=quotas, trace=args.trace, trace_seed=args.trace_seed, backend=args.backend,

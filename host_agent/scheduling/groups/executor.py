@@ -251,8 +251,9 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
     require("B", cfg.B, cfg.B <= len(data.x_train), f"at most the training split's {len(data.x_train)} samples",
             "--batch")
     torch.manual_seed(1)
-    layers = digits.sequential_from(cfg.model)
-    note = digits.uncut_note(cfg.model)
+    built = digits.model_from(cfg.model)
+    layers = digits.as_sequential(built, cfg.model)
+    note = digits.uncut_note(cfg.model, built)
     if note:
         print(note, file=sys.stderr)
     check_model_on_data(layers, data, cfg.model)  # here, not in every worker after start-up

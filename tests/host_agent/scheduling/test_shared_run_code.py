@@ -275,8 +275,9 @@ def test_train_groups_runs_a_model_it_cannot_cut_as_data_parallel_replicas(capsy
     from host_agent.scheduling import digits
     m = digits.sequential_from("tests.testsupport.user_models:net")
     assert isinstance(m, torch.nn.Sequential) and len(m) == 1 and type(m[0]).__name__ == "Net"
-    assert digits.uncut_note("tests.testsupport.user_models:net").startswith("note: model")
-    assert digits.uncut_note("tests.testsupport.user_models:module_list") is None
+    net, listed = "tests.testsupport.user_models:net", "tests.testsupport.user_models:module_list"
+    assert digits.uncut_note(net, digits.model_from(net)).startswith("note: model")
+    assert digits.uncut_note(listed, digits.model_from(listed)) is None
     out = tmp_path / "r.json"
     assert main(["train", "groups", "--model", "tests.testsupport.user_models:net", "--slots", "1", "--iters", "2",
                  "--planner", "lyapunov", "--planner", "pipeline", "--no-cgroups", "--json", str(out)]) == 0
