@@ -2,52 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 
-
-@contextmanager
-def _panels(path: str, n: int, width: float) -> Iterator[list]:
-    """``n`` side-by-side axes for the caller to draw on; then each gets its legend and the
-    figure is written to ``path`` (PNG)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, n, figsize=(width, 4))
-    try:
-        yield ax
-        for a in ax:
-            a.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-    finally:
-        plt.close(fig)
-
-
-def _style(i: int) -> dict:
-    """Method ``i``'s line: one of matplotlib's 10 colours, then the same colours dashed, dotted:
-    ``train cgp --ablation`` draws 11 methods, and until 2026-11-28 its 11th
-    (cgp-unchecked-merges) took the 1st's colour and style (cgp's), so the two could not be told
-    apart in any panel."""
-    return {"color": f"C{i % 10}", "ls": ("-", "--", ":", "-.")[(i // 10) % 4]}
+from ..plot_panels import line_style, panels
 
 
 def plot_groups(res: dict, path: str) -> None:
     budget = res["budget"]
-    with _panels(path, 3, 15) as ax:
+    with panels(path, 3, 15) as ax:
         for i, (m, r) in enumerate(res["runs"].items()):
             s = r["slots"]
             t = np.cumsum([x["T"] * res["config"]["iters"] for x in s])
-            ax[0].plot([x["slot"] for x in s], [x["T"] * 1e3 for x in s], marker=".", label=m, **_style(i))
+            ax[0].plot([x["slot"] for x in s], [x["T"] * 1e3 for x in s], marker=".", label=m, **line_style(i))
             c = np.array([x["cost"] for x in s])
             # markers as the other panels: a 1-slot run's cost was a line of one point, nothing drawn
             # (until 2026-11-28)
             ax[1].plot([x["slot"] for x in s], np.cumsum(c) / np.arange(1, len(c) + 1) / budget, marker=".",
-                       label=m, **_style(i))
-            ax[2].plot(t, [x["test_acc"] for x in s], marker=".", label=m, **_style(i))
+                       label=m, **line_style(i))
+            ax[2].plot(t, [x["test_acc"] for x in s], marker=".", label=m, **line_style(i))
         from matplotlib.ticker import MaxNLocator
         ax[0].set(xlabel="slot", ylabel="batch time (ms, with migration)", title="batch time")
         ax[1].axhline(1.0, color="k", lw=0.8, ls="--")
@@ -58,15 +30,15 @@ def plot_groups(res: dict, path: str) -> None:
 
 
 def plot_cgp(res: dict, path: str) -> None:
-    with _panels(path, 3, 15) as ax:
+    with panels(path, 3, 15) as ax:
         for i, (name, r) in enumerate(res["runs"].items()):
             ev = r["evals"]
-            ax[0].plot([e["t"] for e in ev], [e["test_acc"] for e in ev], marker=".", label=name, **_style(i))
+            ax[0].plot([e["t"] for e in ev], [e["test_acc"] for e in ev], marker=".", label=name, **line_style(i))
             bt = [(e["t"], e["batch_time_s"] * 1e3) for e in ev if e.get("batch_time_s") is not None]
-            ax[1].plot([t for t, _ in bt], [b for _, b in bt], marker=".", label=name, **_style(i))
+            ax[1].plot([t for t, _ in bt], [b for _, b in bt], marker=".", label=name, **line_style(i))
             # markers as the other panels: a method with one snapshot (a run ended by its first
             # evaluation) drew no updates at all (until 2026-11-28)
-            ax[2].plot([e["t"] for e in ev], [e["version"] for e in ev], marker=".", label=name, **_style(i))
+            ax[2].plot([e["t"] for e in ev], [e["version"] for e in ev], marker=".", label=name, **line_style(i))
         if res.get("target_acc"):
             ax[0].axhline(res["target_acc"], color="k", lw=0.8, ls="--")
         ax[0].set(xlabel="training time (s)", ylabel="test accuracy", title="accuracy")

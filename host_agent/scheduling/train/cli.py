@@ -47,9 +47,10 @@ from ..pipeline.torch_schedules import TORCH_SCHEDULES
 from ..pipeline.worker import StageConfig
 from ..progress import add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
-from ..result_files import check_result_files, keep_interrupted, write_json
+from ..result_files import check_result_files, keep_interrupted, plot_file, write_result_files
 from ..umpipe import family
 from . import candidates, drift, tuning
+from .plot import plot_pipeline
 
 
 TUNE_STEPS = 5  # timed iterations per candidate when tuning (--tune-steps)
@@ -103,6 +104,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     add_stall_option(p, "stage")
     p.add_argument("--json", metavar="OUT", help="write everything as JSON")
+    p.add_argument("--plot", metavar="PNG", help="plot the reported iteration times per method and step, with the "
+                   "model's predictions and its error over every measured configuration")
 
 
 def _print(out: dict) -> None:
@@ -246,8 +249,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--cuts {args.cuts} makes {len(cuts) + 1} stages, this run has {args.stages} ("
                              + ("--stages" if given_stages else f"without --stages: the --profile's stage count, else "
                                 f"{DEFAULT_STAGES}") + ")")
-        check_result_files(args.json, None)  # a missing directory lost the result with a traceback
-        profile_costs.check_not_the_profile(args.profile, json=args.json)
+        check_result_files(args.json, args.plot)  # a missing directory lost the result with a traceback
+        profile_costs.check_not_the_profile(args.profile, json=args.json, plot=args.plot and plot_file(args.plot))
         check_batch(spec, args.batch)
         if M is not None:  # before the profiling (without --profile, tens of seconds), not after it
             candidates.check_microbatches(M, [s for s in schedules if s != "umpipe"], args.batch, args.stages)
@@ -383,9 +386,7 @@ def run(args: argparse.Namespace) -> int:
                                        (tuned_out or {}).get("runs", []) + out["summary"]["runs"], quotas=quotas,
                                        backend=args.backend)
     _print(out)
-    if args.json:
-        write_json(args.json, out)
-        print(f"wrote {args.json}")
+    write_result_files(out, args.json, args.plot, plot_pipeline)
     return 0
 
 

@@ -14,7 +14,7 @@ import pytest
 from host_agent.scheduling.pipeline.cgroups import stage_quotas
 from host_agent.scheduling.profile import costs
 from host_agent.scheduling.profile.cli import parse_cuts, parse_quota
-from tests.testsupport.profiles import two_stage_profile
+from tests.testsupport.profiles import six_layer_module, six_layer_profile, two_stage_profile
 
 
 def test_slow_quotas_must_be_finite_and_one_per_stage():
@@ -201,38 +201,6 @@ def test_a_result_file_that_is_the_profile_is_refused(tmp_path, capsys):
                  "--quota", "none", "--stages", "2"]) == 2
     assert "is the --profile file" in capsys.readouterr().err
     assert path.read_text() == text
-
-
-SIX_LAYERS = '''
-import torch
-from torch import nn
-
-
-def model():
-    return (lambda: nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.ReLU(), nn.Linear(12, 12),
-                                  nn.Linear(12, 3)),
-            lambda B, step: (torch.randn(B, 6, generator=torch.Generator().manual_seed(step)),
-                             torch.randint(0, 3, (B,), generator=torch.Generator().manual_seed(step))),
-            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
-'''
-
-
-def six_layer_module(tmp_path, monkeypatch) -> str:
-    """:data:`SIX_LAYERS` as an importable module in ``tmp_path`` (the working directory);
-    returns its ``MODULE:FN``."""
-    (tmp_path / "saatp_six_layers_xyz.py").write_text(SIX_LAYERS)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return "saatp_six_layers_xyz:model"
-
-
-def six_layer_profile(tmp_path, monkeypatch, **fields):
-    """:func:`six_layer_module` and a two-stage profile of it (quotas 0.5 and 0.25) with
-    ``fields`` added, written to ``tmp_path/prof.json``; returns the model and the path."""
-    model = six_layer_module(tmp_path, monkeypatch)
-    path = tmp_path / "prof.json"
-    path.write_text(json.dumps(dict(two_stage_profile(), model=model, **fields)))
-    return model, path
 
 
 def test_train_pipelines_json_records_what_chose_the_candidates(tmp_path, monkeypatch, capsys):
