@@ -236,10 +236,13 @@ def run(args: argparse.Namespace) -> int:
             cal = (profile_costs.load(args.profile).get("calibration") or {}) if args.profile else {}
             B = cal.get("B") if isinstance(cal, dict) else None
             args.batch = B if isinstance(B, int) and B >= 1 else DEFAULT_BATCH
-        if min(args.steps, args.batch, args.mmax, args.candidates, args.tune_steps) < 1 or min(args.lead,
-                                                                                             args.warmup) < 0:
-            raise ValueError("--steps, --batch, --mmax, --candidates and --tune-steps must be >= 1, --lead and "
-                             "--warmup >= 0")
+        # each named with its value: "--steps, --batch, --mmax, --candidates and --tune-steps must be
+        # >= 1, --lead and --warmup >= 0" until 2026-11-28 left the user to find which one was wrong
+        for option, value, least in (("--steps", args.steps, 1), ("--batch", args.batch, 1), ("--mmax", args.mmax, 1),
+                                     ("--candidates", args.candidates, 1), ("--tune-steps", args.tune_steps, 1),
+                                     ("--lead", args.lead, 0), ("--warmup", args.warmup, 0)):
+            if value < least:
+                raise ValueError(f"{option} {value}: expected a whole number >= {least}")
         check_stall_timeout(args.stall_timeout)
         family.check_memory_limit(args.memory_limit)
         cuts = profile_cli.parse_cuts(args.cuts) if args.cuts else None

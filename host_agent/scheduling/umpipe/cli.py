@@ -227,8 +227,9 @@ def run_profile(args: argparse.Namespace) -> int:
     from . import family
 
     try:
-        if (args.batch is not None and args.batch < 1) or (args.mmax is not None and args.mmax < 1):
-            raise ValueError("--batch and --mmax must be >= 1")  # 0 meant the default until 2026-11-28
+        for option, value in (("--batch", args.batch), ("--mmax", args.mmax)):  # 0 meant the default until 2026-11-28
+            if value is not None and value < 1:
+                raise ValueError(f"{option} {value}: expected a whole number >= 1")
         family.check_memory_limit(args.memory_limit)
         pop, gens = search_options(args)
         if args.patience is not None or args.no_seed_baselines:  # they were ignored (2026-11-28)

@@ -41,7 +41,11 @@ def test_quota_and_cuts_name_their_option():
     (["--quota", "inf"], "--quota inf: must be a number of CPUs > 0"),
     (["--quota", "none", "--slow", "1:inf"], "--slow '1:inf': quota must be a number of CPUs > 0"),
     (["--quota", "none", "--slow", "1:0.2", "--slow", "1:0.3"], "stage 1 is already given a quota"),
-    (["--quota", "none", "--warmup", "-1"], "--lead and --warmup >= 0"),
+    (["--quota", "none", "--warmup", "-1"], "--warmup -1: expected a whole number >= 0"),
+    # which of the counts was wrong, and its value, was not said until 2026-11-28
+    (["--quota", "none", "--candidates", "0"], "--candidates 0: expected a whole number >= 1"),
+    (["--quota", "none", "--tune-steps", "-3"], "--tune-steps -3: expected a whole number >= 1"),
+    (["--quota", "none", "--steps", "0"], "--steps 0: expected a whole number >= 1"),
     (["--quota", "none", "--microbatches", "0"], "--microbatches 0: expected a whole number >= 1 or best"),
     (["--quota", "none", "--memory-limit", "0"], "--memory-limit 0: must be a number of MB"),
     (["--quota", "none", "--memory-limit", "nan"], "--memory-limit nan: must be a number of MB"),
@@ -70,8 +74,8 @@ def test_train_pipeline_refuses_odd_values_before_anything_runs(args, message, c
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--batch", "0"], "--batch and --mmax must be >= 1"),
-    (["--mmax", "0"], "--batch and --mmax must be >= 1"),
+    (["--batch", "0"], "--batch 0: expected a whole number >= 1"),
+    (["--mmax", "0"], "--mmax 0: expected a whole number >= 1"),
     (["--memory-limit", "0"], "--memory-limit 0: must be a number of MB"),
     (["--memory-limit", "-2"], "--memory-limit -2: must be a number of MB"),
     (["--slow", "1:0.2", "--slow", "1:0.1"], "stage 1 is already given a quota"),
