@@ -68,7 +68,13 @@ def load(path: str) -> dict:
         raise ValueError(f"{path}: not a saatp profile (a JSON {type(prof).__name__}, not an object)")
     for k in ("link", "model"):
         if k not in prof:
-            raise ValueError(f"{path}: not a saatp profile (no {k!r})")
+            # a plan or a run's result given as the profile was "not a saatp profile (no 'link')"
+            # until 2026-11-28, not saying what the file was
+            made_by = ("saatp plan umpipe --json" if "umpipe" in prof and "baselines" in prof else
+                       "saatp train pipeline --json" if "summary" in prof and "plan" in prof else None)
+            raise ValueError(f"{path}: not a saatp profile (no {k!r}"
+                             + (f"; it looks like the result of {made_by}: --profile takes what saatp profile "
+                                f"--out writes)" if made_by else ")"))
     if "cpu" not in prof:
         raise ValueError(f"{path}: a profile in the old per-quota wall-time format; rerun saatp profile")
     quotas = prof.get("stage_quotas")
@@ -88,7 +94,22 @@ def load(path: str) -> dict:
     sized = [(f"cpu.layers[{i}].{key}", L.get(key), 0, True)
              for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)
              for key in ("param_bytes", "trainable_bytes", "buffer_bytes")]
-    for where, v, least, whole in (*sized,
+    # the fits every plan evaluates and the bytes it sends and stashes: until 2026-11-28 a NaN
+    # edited into a layer's fit failed as "cuts [0, 0] do not split 13 layers into 3 stages", a
+    # NaN in a calibration stage's fit as "f_alpha must be finite", naming neither file nor key
+    fits = [(f"cpu.layers[{i}].{key}.{k}", L[key].get(k), None, False)
+            for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)
+            for key in ("fit_fwd", "fit_bwd") if isinstance(L.get(key), dict) for k in ("alpha", "beta", "knee")]
+    fits += [(f"cpu.layers[{i}].{key}", L.get(key), None, False)
+             for i, L in enumerate(layers if isinstance(layers, list) else []) if isinstance(L, dict)
+             for key in ("out_bytes_per_sample", "stash_bytes_per_sample")]
+    stages = cal.get("stages") if isinstance(cal, dict) else None
+    for s, st in enumerate(stages if isinstance(stages, list) else []):
+        if isinstance(st, dict):
+            fits += [(f"calibration.stages[{s}].{key}.{k}", st[key].get(k), None, False)
+                     for key in ("fwd", "bwd") if isinstance(st.get(key), dict) for k in ("alpha", "beta", "knee")]
+            fits.append((f"calibration.stages[{s}].tail", st.get("tail"), None, False))
+    for where, v, least, whole in (*sized, *fits,
             ("cfs_period_s", prof.get("cfs_period_s"), 0.0, False),
             ("min_microbatch", prof.get("min_microbatch"), 1, True),
             ("cpu.min_microbatch", (prof["cpu"] or {}).get("min_microbatch") if isinstance(prof["cpu"], dict)
@@ -102,7 +123,8 @@ def load(path: str) -> dict:
             whole and v != int(v)) or (v < least if whole else v <= least if least is not None else v < 0)
         if bad:
             what = (f"a whole number of at least {least}" if whole else "a positive number of seconds" if least is not None
-                    else "a number of seconds of at least 0")
+                    else "a number of bytes of at least 0" if where.endswith("_per_sample") else
+                    "a number of at least 0" if where.endswith("knee") else "a number of seconds of at least 0")
             raise ValueError(f"{path}: {where} is {v!r}: it is {what}; rerun saatp profile")
     return prof
 

@@ -94,11 +94,27 @@ def test_plan_umpipe_names_a_profile_quota_that_is_not_a_quota(tmp_path, capsys,
                      "--single"]) == 0
 
 
+def _set(p: dict, where: str, value) -> None:
+    """``p``'s entry at ``where`` ("calibration.stages[1].fwd.alpha") set to ``value``, the
+    dicts and lists on the way copied (the calibration's stages share one dict)."""
+    keys = where.replace("]", "").replace("[", ".").split(".")
+    parent = p
+    for k in keys[:-1]:
+        i = int(k) if k.isdigit() else k
+        parent[i] = child = dict(parent[i]) if isinstance(parent[i], dict) else list(parent[i])
+        parent = child
+    parent[int(keys[-1]) if keys[-1].isdigit() else keys[-1]] = value
+
+
 @pytest.mark.parametrize("where, value", [
     # 0: a ZeroDivisionError's traceback; -0.01: plan umpipe hung in the CFS budget simulation
     ("cfs_period_s", 0), ("cfs_period_s", -0.01), ("cfs_period_s", "x"),
     ("calibration.B", -4), ("calibration.B", "16"), ("min_microbatch", 0), ("link.latency", -1.0),
     ("link.per_byte", "fast"), ("cpu.layers[0].param_bytes", "x"),
+    # a NaN in a layer's fit: "cuts [0, 0] do not split ..."; in a calibration stage's: "f_alpha must be finite"
+    ("cpu.layers[2].fit_fwd.beta", float("nan")), ("cpu.layers[1].fit_bwd.alpha", -1e-3),
+    ("cpu.layers[0].out_bytes_per_sample", float("inf")), ("calibration.stages[1].fwd.alpha", float("nan")),
+    ("calibration.stages[0].tail", "x"),
 ])
 def test_plan_umpipe_names_a_profile_number_edited_into_what_no_profile_holds(tmp_path, capsys, where, value):
     """The numbers every plan reads, edited by hand into the profile, are named with their key
@@ -108,21 +124,35 @@ def test_plan_umpipe_names_a_profile_number_edited_into_what_no_profile_holds(tm
     from host_agent.scheduling.umpipe import cli
 
     p = two_stage_profile()
-    if where == "calibration.B":
-        p["calibration"] = dict(p.get("calibration") or {}, B=value)
-    elif where == "cpu.layers[0].param_bytes":
-        p["cpu"]["layers"][0]["param_bytes"] = value
-    elif "." in where:
-        a, b = where.split(".")
-        p[a][b] = value
-    else:
-        p[where] = value
+    fit = dict(alpha=1e-4, beta=1e-5, knee=0.0)
+    p["calibration"] = dict(B=16, cuts=[3], stages=[dict(fwd=dict(fit), bwd=dict(fit), tail=1e-4)] * 2)
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(p))  # as made: it plans
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2",
+                     "--single"]) == 0
+    assert "calibrated=True" in capsys.readouterr().out
+    _set(p, where, value)
     path = tmp_path / "prof.json"
     path.write_text(json.dumps(p))
     assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2",
                      "--single"]) == 2
     err = capsys.readouterr().err
     assert f"{path}: {where} is {value!r}: it is " in err and "Traceback" not in err, err
+
+
+def test_a_plan_or_a_run_result_given_as_the_profile_is_named_as_such(tmp_path, capsys):
+    """plan umpipe --json's output given to --profile was "not a saatp profile (no 'link')"."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    for made_by, result in (("saatp plan umpipe --json", dict(model="toy", B=16, umpipe={}, baselines={})),
+                            ("saatp train pipeline --json", dict(model="toy", plan={}, summary={}))):
+        path = tmp_path / "result.json"
+        path.write_text(json.dumps(result))
+        assert cli.main(["--profile", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: not a saatp profile (no 'link'; it looks like the result of {made_by}" in err, err
 
 
 def test_plan_umpipe_with_a_profile_searches_with_the_given_population_and_generations(tmp_path, capsys,
