@@ -275,6 +275,12 @@ def run_profile(args: argparse.Namespace) -> int:
     note = oversubscribed(quotas, how="--slow (or a profile taken at lower quotas) keeps")
     if note:
         print(note)
+    if cal and not costs.info["calibrated"]:
+        # train pipeline says this; plan umpipe printed "calibrated=False" alone until 2026-11-28
+        # (a profile whose stage_quotas list was edited to another stage count)
+        print(f"note: {args.profile} was calibrated on {len(cal.get('stages') or [])} stages split at "
+              f"{cal.get('cuts')}, this plan has {costs.S} split at {costs.info['cuts']}: the predictions use the "
+              f"layers' tight-loop times (uncalibrated, errors of tens of per cent)")
     print(f"{'plan':28s} {'predicted ms':>12s} {'peak MB':>9s} fits  microbatches per stage")
     # torch's schedules: M dividing B (1F1B: M >= S), predicted with our runtime's curves (the
     # profile's calibration checks them on two runs of torch's schedules)

@@ -228,3 +228,26 @@ def test_plan_umpipe_refuses_the_options_of_the_other_source(args, message, tmp_
     assert message.replace("PROF", str(path)) in got.err and got.out == ""
     assert cli.main(["--scenario", "toy", "--pop", "8", "--gens", "2"]) == 0  # each alone plans
     assert cli.main(["--profile", str(path), "--pop", "8", "--gens", "2"]) == 0
+
+
+def test_plan_umpipe_says_when_the_profiles_calibration_does_not_apply(tmp_path, capsys):
+    """A profile calibrated on 2 stages whose stage_quotas name 3 (edited): the plan is for 3
+    stages on the layers' tight-loop times; "calibrated=False" was all it said."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    p = two_stage_profile()
+    fit = dict(alpha=1e-4, beta=1e-5, knee=0.0)
+    p["calibration"] = dict(B=16, cuts=[3], stages=[dict(fwd=fit, bwd=fit, tail=1e-4)] * 2)
+    path = tmp_path / "prof.json"
+    args = ["--profile", str(path), "--mmax", "4", "--pop", "8", "--gens", "2", "--single"]
+    path.write_text(json.dumps(p))
+    assert cli.main(args) == 0
+    assert "was calibrated on" not in capsys.readouterr().out
+    p["stage_quotas"] = [0.5, 0.25, 0.5]
+    path.write_text(json.dumps(p))
+    assert cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "calibrated=False" in out
+    assert f"note: {path} was calibrated on 2 stages split at [3], this plan has 3 split at" in out, out
