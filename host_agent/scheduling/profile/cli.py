@@ -17,7 +17,7 @@ import time
 
 from ..interrupts import exit_143, held_interrupts
 from ..pipeline import cgroups
-from ..pipeline.models import build_layers, check_batch, load_model
+from ..pipeline.models import build_layers, check_batch, load_model, nested_note
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
 from ..rank_processes import BACKENDS
 from ..result_files import check_result_path
@@ -100,7 +100,11 @@ def run_profile(model: str, quotas: list[float | None], sizes=DEFAULT_SIZES, min
     ``len(quotas)`` stages on the quotas (``stall_s``: their stall limit, :mod:`..progress`);
     the link and the calibration runs use ``backend``, the one the training will use."""
     spec = load_model(model)
-    n_layers = len(build_layers(spec))
+    layers = build_layers(spec)
+    n_layers = len(layers)
+    note = nested_note(spec.name, layers) if ":" in model else None  # vgg-mini's blocks are nested by design
+    if note:
+        log(note)
     if not 1 <= len(quotas) <= n_layers:
         raise ValueError(f"{spec.name} has {n_layers} layers (children of its nn.Sequential): "
                          f"it cannot be cut into {len(quotas)} stages")

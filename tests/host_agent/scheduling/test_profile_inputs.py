@@ -295,3 +295,42 @@ def test_a_layer_whose_output_is_not_batch_first_is_refused_by_name(tmp_path, mo
     err = capsys.readouterr().err
     assert "layer 1 (SeqFirst) returns a tensor of shape [3, 1, 8] for 1 sample:" in err
     assert "first dimension, which must be the samples" in err and "Traceback" not in err and not out.exists()
+
+
+NESTED_MODEL = '''
+import torch
+from torch import nn
+
+
+def spec():
+    return (lambda: nn.Sequential(nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 8))),
+                                  nn.Linear(8, 8), nn.ModuleList([nn.ReLU(), nn.Linear(8, 3)])[1]),
+            lambda B, step: (torch.randn(B, 6), torch.randint(0, 3, (B,))),
+            lambda out, y: nn.functional.cross_entropy(out, y, reduction="sum"))
+'''
+
+
+def test_the_profiler_says_which_layers_are_nested_and_stay_whole(tmp_path, monkeypatch):
+    """A model of nested nn.Sequentials: the profiler said "3 layers" and nothing of the nested
+    ones, which no plan cuts inside; now it names them and how to let the planner cut them.
+    vgg-mini, whose conv blocks are nested by design, gets no note."""
+    from host_agent.scheduling.profile import cli
+
+    (tmp_path / "saatp_nested_model_xyz.py").write_text(NESTED_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Stop(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Stop
+
+    monkeypatch.setattr(cli, "_profile_cpu", stop)  # the note comes before the layers are timed
+    for model, want in (("saatp_nested_model_xyz:spec", "note: model saatp_nested_model_xyz:spec: layer 0 "
+                         "(Sequential of 3) is nested: only the children of the model's nn.Sequential (3 layers) "
+                         "are places to cut"), ("vgg-mini", None)):
+        said = []
+        with pytest.raises(Stop):
+            cli.run_profile(model, [None, None], log=said.append)
+        notes = [s for s in said if s.startswith("note: model")]
+        assert notes == ([] if want is None else [notes[0]]) and (want is None or notes[0].startswith(want)), said
