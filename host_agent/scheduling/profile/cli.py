@@ -19,7 +19,7 @@ from ..interrupts import exit_143, held_interrupts
 from ..pipeline import cgroups
 from ..pipeline.models import build_layers, check_batch, load_model, nested_note
 from ..progress import DEFAULT_STALL_S, add_stall_option, check_stall_timeout
-from ..rank_processes import BACKENDS
+from ..rank_processes import BACKENDS, how_ended
 from ..result_files import check_result_path
 from .calibrate import calibrate_split, check_calibration_batch
 from .fit import fit_knee, fit_line
@@ -76,7 +76,11 @@ def _profile_cpu(model: str, sizes, min_s: float, tmp: str) -> dict:
         if proc.returncode == 3:  # the model itself refuses every size (measure.smallest_runnable)
             raise ValueError(stdout.strip().splitlines()[-1])
         if proc.returncode:
-            raise RuntimeError(f"profiling the layers failed:\n{stdout[-3000:]}")
+            # how it ended: a layer profiler killed (SIGKILL, the OOM killer) said "profiling the
+            # layers failed:" and nothing more until 2026-11-28
+            tail = stdout[-3000:].strip()
+            raise RuntimeError(f"profiling the layers failed: its process {proc.pid} ended ({how_ended(proc.returncode)})"
+                               + (f":\n{tail}" if tail else " and printed nothing"))
     finally:
         groups.remove()
     with open(out) as f:

@@ -176,6 +176,24 @@ def test_a_layer_profile_past_its_time_limit_is_an_error_not_a_traceback(tmp_pat
         os.kill(pid, 0)  # killed and reaped
 
 
+def test_a_layer_profiler_killed_is_named_with_how_it_ended(tmp_path, monkeypatch):
+    """The layer profiler killed by SIGKILL (by hand, the OOM killer): "profiling the layers
+    failed:" and nothing more, until 2026-11-28."""
+    import subprocess
+
+    from host_agent.scheduling.profile import cli
+
+    class Killed(subprocess.Popen):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            self.kill()
+
+    monkeypatch.setattr(cli.subprocess, "Popen", Killed)
+    with pytest.raises(RuntimeError, match=r"profiling the layers failed: its process \d+ ended \(killed by SIGKILL\) "
+                                           r"and printed nothing"):
+        cli._profile_cpu("vgg-mini", [2], 0.01, str(tmp_path))
+
+
 DOUBLE_MODEL = '''
 import torch
 from torch import nn
