@@ -94,7 +94,7 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
     if shares is None:
         shares = cgroups.unavailable_reason() is None
     groups = cgroups.CpuQuotas(prefix=f"saatp-{os.getpid()}-link")
-    procs = []
+    procs, ended = [], []
     try:
         paths = [groups.create(f"rank{r}", None) if shares else None for r in range(2)]
         cfg = dict(sizes=[int(s) for s in sizes_bytes], backend=backend, min_s=min_s, port=free_port(), out=d,
@@ -109,6 +109,7 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
         _wait(procs, timeout_s, why)
     finally:
         with held_interrupts():  # a second Ctrl-C must not leave the processes or their groups
+            ended = [p.poll() is not None for p in procs]  # before the survivor is killed below
             for p in procs:
                 if p.poll() is None:
                     p.kill()
@@ -117,8 +118,11 @@ def _measure_in(d: str, sizes_bytes, backend: str, min_s: float, timeout_s: floa
     if any(p.returncode for p in procs):
         errs = []
         for r, p in enumerate(procs):
+            # the rank this function killed when its peer failed: until 2026-11-28 both ranks read
+            # "killed by SIGKILL" when one was, not saying which had ended the measurement
+            how = how_ended(p.returncode) if ended[r] else f"killed by the profiler after rank {1 - r} ended"
             with open(os.path.join(d, f"rank{r}.err"), errors="replace") as f:
-                errs.append(f"rank {r} ({how_ended(p.returncode)}):\n{f.read()[-2000:]}")
+                errs.append(f"rank {r} ({how}):\n{f.read()[-2000:]}")
         raise RuntimeError("link measurement failed:\n" + "\n".join(errs))
     with open(os.path.join(d, "link.json")) as f:
         return [tuple(x) for x in json.load(f)]
