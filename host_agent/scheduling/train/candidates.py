@@ -91,10 +91,15 @@ def _candidates(costs, fam: family.PlanFamily, schedules: list[str], k: int, mma
                 raise ValueError(family.no_fit_message(costs, limit[0] / 2**20, mmax) if limit else
                                  "no UMPIPE plan is feasible")
             for i, c in enumerate(umpipe_candidates(costs, fam, k)):
-                runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}", family="umpipe", kind=c.kind,
-                                 rows=c.rows, orders=c.orders, predicted_s=c.predicted_s,
-                                 peak_samples=c.peak_samples, memory_bytes=c.memory_bytes,
-                                 equal=family.is_equal_split(c.rows)))
+                equal = family.is_equal_split(c.rows)
+                # an equal split is labelled with its count, as the ones measured beside a baseline
+                # are: until 2026-11-28 "umpipe #2 1f1b" (6,6 on every stage) stood beside
+                # "umpipe #3 fill-drain M=2" in the tuning list, which shows no microbatches
+                runs.append(dict(schedule="ours", label=f"umpipe #{i + 1} {c.kind}" + (f" M={len(c.rows[0])}" if equal
+                                                                                     else ""),
+                                 family="umpipe", kind=c.kind, rows=c.rows, orders=c.orders,
+                                 predicted_s=c.predicted_s, peak_samples=c.peak_samples,
+                                 memory_bytes=c.memory_bytes, equal=equal))
             continue
         kind = "fill-drain" if sch in ("gpipe", "torch-gpipe") else "1f1b"
         if M:

@@ -334,6 +334,10 @@ def test_each_method_gets_the_same_number_of_model_chosen_candidates():
     safe = family.safe_plan(c, fam)
     assert not by["umpipe"][0]["equal"]
     assert [r for r in by["umpipe"] if r["rows"] == safe.rows and r["kind"] == safe.kind and r["equal"]]
+    # an equal split's label names its count, as the ones measured beside a baseline do (the
+    # tuning list shows no microbatches: "umpipe #2 1f1b" was 6,6 on every stage); unequal ones do not
+    for r in by["umpipe"] + extra:
+        assert r["label"].endswith(f" M={len(r['rows'][0])}") == r["equal"], r["label"]
     for f in ("gpipe", "1f1b", "umpipe"):  # spread over microbatch counts (UMPIPE: besides that equal split)
         n = sorted(max(len(r) for r in c["rows"]) for c in by[f] if f != "umpipe" or c["rows"] != safe.rows)
         assert all(b >= 1.5 * a for a, b in zip(n, n[1:])), (f, n)
