@@ -117,8 +117,12 @@ def _print(out: dict) -> None:
               + (f"; * = in the run-off, {2 * out['tune_steps']} iterations" if ro else "") + "):")
         w = max([22] + [len(r["label"]) for r in out["tuning"]["runs"]])  # "umpipe #4 fill-drain M=13" is 25
         for r in out["tuning"]["runs"]:
+            # an unequal plan's microbatches: its label alone ("umpipe #2 fill-drain") did not say
+            # what was measured until 2026-11-28
+            mb = ("  " + " | ".join(",".join(map(str, x)) for x in r["rows"])
+                  if r.get("rows") and r.get("equal") is False else "")
             print(f"  {r['label']:{w}s}{'*' if r['label'] in ro else ' '}{r['measured_s'] * 1e3:8.1f} ms  "
-                  f"(model {r['predicted_s'] * 1e3:7.1f}, {r['error_pct']:+5.1f}%)")
+                  f"(model {r['predicted_s'] * 1e3:7.1f} ms, {r['error_pct']:+5.1f}%){mb}")
         c = out["tuning"].get("umpipe_choice")
         if c:
             print(f"  UMPIPE kept {c[c['kept']]}: {c['unequal']} was faster than its equal split {c['equal']} in "
@@ -134,11 +138,13 @@ def _print(out: dict) -> None:
               f"{k['factor']:.3f}, " + ("its error on those configurations in the tuning session" if
                                        k.get("from_model_error") else "the drift")
               + " (the model's own: predicted_profile_s in the JSON)")
-    print(f"{'schedule':22s} {'measured ms':>12s} {'q1..q3':>15s} {'predicted ms':>13s} {'error':>7s}  microbatches")
+    w = max([22] + [len(r["label"]) for r in out["summary"]["runs"]])  # a longer label shifted its row
+    print(f"{'schedule':{w}s} {'measured ms':>12s} {'q1..q3 ms':>15s} {'predicted ms':>13s} {'error':>7s}  "
+          f"microbatches")
     for r in out["summary"]["runs"]:
         mb = " | ".join(",".join(map(str, x)) for x in r["rows"]) if r["rows"] else f"{r['M']} equal"
         sp = r["spread"]
-        print(f"{r['label']:22s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
+        print(f"{r['label']:{w}s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")
     d = out.get("host_drift")
     if d and d.get("stale", abs(d["median_pct"]) > drift.DRIFT_PCT):

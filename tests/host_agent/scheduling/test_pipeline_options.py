@@ -541,3 +541,29 @@ def test_tune_steps_without_anything_to_tune_is_noted(tmp_path, monkeypatch, cap
     assert "note: --tune-steps 9 is unused: every method has one candidate (--candidates 1)" in capsys.readouterr().out
     assert main(args) == 0
     assert "--tune-steps" not in capsys.readouterr().out
+
+
+def test_the_printout_names_an_unequal_tuning_candidates_microbatches_and_keeps_long_labels_in_line(capsys):
+    """The tuning list showed "umpipe #2 fill-drain  5.3 ms" with no word of the unequal
+    microbatches measured, and the final table's rows shifted right for a label over 22
+    characters ("umpipe #10 fill-drain M=16")."""
+    from host_agent.scheduling.train import cli, tuning
+
+    runs = [dict(schedule="ours", label="umpipe #10 fill-drain M=16", family="umpipe", kind="fill-drain",
+                 rows=[[1] * 16] * 2, orders=[[]] * 2, equal=True, predicted_s=0.02),
+            dict(schedule="ours", label="umpipe #2 fill-drain", family="umpipe", kind="fill-drain",
+                 rows=[[16], [8, 8]], orders=[[]] * 2, equal=False, predicted_s=0.01),
+            dict(schedule="torch-gpipe", label="torch-gpipe M=1", family="torch-gpipe", M=1, predicted_s=0.01)]
+    got = [dict(iteration_s=[0.01, 0.012, 0.011], losses=[0.1])] * 3
+    s = tuning.summarize(runs, got)
+    out = dict(model="m:f", stages=2, B=16, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile=None, summary=s,
+               tuning=dict(s, runoff=[]), candidates=2, tune_steps=3, host_drift=None)
+    cli._print(out)
+    lines = capsys.readouterr().out.splitlines()
+    tuned = [ln for ln in lines if ln.startswith("  umpipe #")]
+    assert tuned[1].endswith("ms,  -9.1%)  16 | 8,8") and tuned[0].endswith("%)"), tuned  # equal: its M is its label
+    head = [ln for ln in lines if ln.startswith("schedule")][0]
+    rows = [ln for ln in lines if ln.startswith(("umpipe #", "torch-gpipe"))]
+    assert len(rows) == 3 and "q1..q3 ms" in head
+    col = head.index("measured ms") + len("measured ms")  # right-aligned under the heading
+    assert all(r[col - 4:col] == "11.0" for r in rows), (head, rows)
