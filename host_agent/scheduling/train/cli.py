@@ -316,6 +316,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: this run's CPU quotas {quotas} are not those {args.profile} was measured with "
                   f"({prof['stage_quotas']}, what saatp plan umpipe --profile plans for); --quota and --slow set "
                   f"them", flush=True)
+        cal_B = cal.get("B") if isinstance(cal, dict) else None
+        if args.profile and isinstance(cal_B, int) and cal_B != args.batch:
+            # as for the quotas: a run of --batch 16 on a profile calibrated at B = 12 planned for 16
+            # while plan umpipe --profile planned for 12, without a word (until 2026-11-28)
+            print(f"note: --batch {args.batch} is not the B={cal_B} {args.profile} was calibrated at (what saatp plan "
+                  f"umpipe --profile plans for; its --batch {args.batch} plans for this run)"
+                  + (f"; microbatches above {cal_B} samples are predicted beyond what the calibration measured"
+                     if args.batch > cal_B else ""), flush=True)
         limit = [args.memory_limit * 2**20] * args.stages if args.memory_limit else None
         t0 = time.time()
         fam = family.plan(costs, mmax=args.mmax, limit=limit, seed=args.seed, dual_check=False,

@@ -567,3 +567,23 @@ def test_the_printout_names_an_unequal_tuning_candidates_microbatches_and_keeps_
     assert len(rows) == 3 and "q1..q3 ms" in head
     col = head.index("measured ms") + len("measured ms")  # right-aligned under the heading
     assert all(r[col - 4:col] == "11.0" for r in rows), (head, rows)
+
+
+def test_train_pipeline_says_when_its_batch_is_not_the_profiles_calibration_b(tmp_path, monkeypatch, capsys):
+    """--batch 16 on a profile calibrated at B = 8: the run planned for 16 while plan umpipe
+    --profile planned for 8, without a word (the quotas had such a note)."""
+    from emulation.cli import main
+
+    model, prof, path, args = _profiled_six_layers(tmp_path, monkeypatch)
+    prof["calibration"] = dict(B=6)  # no stages: the predictions are uncalibrated, the B is the profile's
+    path.write_text(json.dumps(prof))
+    assert main(args) == 0  # --batch 6: the calibration's
+    assert "was calibrated at" not in capsys.readouterr().out
+    i = args.index("--batch")
+    assert main(args[:i] + ["--batch", "12"] + args[i + 2:]) == 0
+    out = capsys.readouterr().out
+    assert (f"note: --batch 12 is not the B=6 {path} was calibrated at (what saatp plan umpipe --profile plans "
+            f"for; its --batch 12 plans for this run); microbatches above 6 samples are predicted beyond") in out, out
+    assert main(args[:i] + ["--batch", "4"] + args[i + 2:]) == 0
+    out = capsys.readouterr().out
+    assert "note: --batch 4 is not the B=6" in out and "beyond" not in out
