@@ -247,9 +247,12 @@ def run(args: argparse.Namespace) -> int:
         for s, st in enumerate(cal["stages"]):
             f, b = st["fwd"], st["bwd"]
             print(f"  stage {s}: fwd {f['alpha'] * 1e3:.2f} + {f['beta'] * 1e3:.3f}*b ms, bwd {b['alpha'] * 1e3:.2f} + "
-                  f"{b['beta'] * 1e3:.3f}*b ms (knee {f['knee']:g}), per iteration {st['tail'] * 1e3:.2f} ms")
+                  f"{b['beta'] * 1e3:.3f}*b ms (b: samples per microbatch, at least the knee, {f['knee']:g}), per "
+                  f"iteration {st['tail'] * 1e3:.2f} ms")
+        # what the two model figures are was not said until 2026-11-28
         print(f"  predicted vs measured iteration times (nothing fitted to them): rms error "
-              f"{cal['rms_rel_err'] * 100:.1f}%, max {cal['max_abs_rel_err'] * 100:.1f}%")
+              f"{cal['rms_rel_err'] * 100:.1f}%, max {cal['max_abs_rel_err'] * 100:.1f}%; model: the layers' tight-loop "
+              f"times -> calibrated (the error is the calibrated one's)")
         for p in cal["points"]:
             print(f"  {p['label']:15s} measured {p['measured_s'] * 1e3:7.1f} ms  model {p['before_s'] * 1e3:7.1f} -> "
                   f"{p['after_s'] * 1e3:7.1f} ms ({(p['after_s'] / p['measured_s'] - 1) * 100:+.1f}%)")

@@ -352,3 +352,25 @@ def test_the_profiler_says_which_layers_are_nested_and_stay_whole(tmp_path, monk
             cli.run_profile(model, [None, None], log=said.append)
         notes = [s for s in said if s.startswith("note: model")]
         assert notes == ([] if want is None else [notes[0]]) and (want is None or notes[0].startswith(want)), said
+
+
+def test_the_profile_printout_says_what_its_calibration_figures_are(tmp_path, monkeypatch, capsys):
+    """The calibration lines printed "(knee 2)" with no unit and "model 1.5 -> 4.2 ms" without
+    saying which model figure was which, nor which one the error was of."""
+    from emulation.cli import main
+    from host_agent.scheduling.profile import cli
+    from tests.testsupport.profiles import two_stage_profile
+
+    fit = dict(alpha=2e-4, beta=1e-5, knee=2.0)
+    prof = dict(two_stage_profile(), seconds=1.0, calibration=dict(
+        B=8, cuts=[3], quotas=[0.5, 0.25], stages=[dict(fwd=fit, bwd=fit, tail=1e-3)] * 2, rms_rel_err=0.1,
+        max_abs_rel_err=0.2, points=[dict(label="gpipe M=1", measured_s=0.010, before_s=0.005, after_s=0.012)]))
+    for L in prof["cpu"]["layers"]:
+        L["fwd"], L["bwd"] = {"8": 1e-4}, {"8": 2e-4}
+    monkeypatch.setattr(cli, "run_profile", lambda *a, **k: prof)
+    assert main(["profile", "--model", "vgg-mini", "--stages", "2", "--quota", "none", "--sizes", "4,8",
+                 "--batch", "8", "--out", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    assert "(b: samples per microbatch, at least the knee, 2)" in out, out
+    assert "model: the layers' tight-loop times -> calibrated (the error is the calibrated one's)" in out
+    assert "gpipe M=1       measured    10.0 ms  model     5.0 ->    12.0 ms (+20.0%)" in out
