@@ -280,7 +280,11 @@ class _Search:
             if len(out) >= k:
                 break
             if (rows, cap) not in final:
-                final[rows, cap] = evaluate(self.costs, [list(r) for r in rows], self.kind, method,
+                # an equal split found by the search is named as one, as the family's added equal
+                # splits are: plan umpipe printed "UMPIPE fill-drain: 12 | 12 | 12" for one and "UMPIPE
+                # fill-drain (equal): 12 | 12" for another (until 2026-11-28)
+                name = method + (" (equal)" if is_equal_split(rows) else "")
+                final[rows, cap] = evaluate(self.costs, [list(r) for r in rows], self.kind, name,
                                             cap=list(cap) if self.kind == "1f1b" else None, limit=self.limit)
             c = final[rows, cap]
             o = (tuple(map(tuple, c.rows)), tuple(tuple(x) for x in c.orders))
@@ -436,7 +440,7 @@ def plan(costs: PipelineCosts, mmax: int = 16, limit: Sequence[float] | None = N
     # are in the search pools, but a search score from fewer phase draws may rank them
     # differently from the full one), and preferred on a near-tie (fewer microbatches)
     eq = [c for c in (gb, ob) if c is not None and _measurable(costs, c)]
-    as_umpipe = lambda c: Candidate(f"UMPIPE {c.kind} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
+    as_umpipe = lambda c: Candidate(f"{_name(c.kind)} (equal)", c.kind, c.rows, c.orders, c.predicted_s,
                                     c.peak_samples, c.memory_bytes, c.fits, c.cap)
     eq_u = [as_umpipe(c) for c in eq]
     fd = best_of(fds + [c for c in eq_u if c.kind == "fill-drain"])

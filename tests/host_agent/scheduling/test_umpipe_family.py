@@ -142,6 +142,13 @@ def test_the_best_equal_split_is_among_the_plans_to_measure():
     safe = min((fam.gpipe_best, fam.f1b_best), key=lambda x: x.predicted_s)
     assert any(x.kind == safe.kind and x.rows == safe.rows for x in fam.top)
     assert [x.predicted_s for x in fam.top] == sorted(x.predicted_s for x in fam.top)
+    # an UMPIPE plan that is an equal split is named as one, whether the search found it or it was
+    # added ("UMPIPE fill-drain: 12 | 12 | 12" beside "UMPIPE fill-drain (equal): 12 | 12" until 2026-11-28)
+    plans = [x for x in (*fam.top, fam.best, fam.fill_drain, fam.one_f_one_b) if x is not None]
+    assert any(family.is_equal_split(x.rows) for x in plans)
+    for x in plans:
+        assert x.method.startswith(("UMPIPE fill-drain", "UMPIPE 1F1B")), x.method
+        assert x.method.endswith(" (equal)") == family.is_equal_split(x.rows), (x.method, x.rows)
 
 
 def _random_instance(rng, cfs: bool):
