@@ -166,6 +166,20 @@ class StallWatch:
         st = process_state(self.pids[r])
         return st is not None and st[0] not in "ZX"
 
+    def _limit_source(self) -> str:
+        """Where :attr:`limit_s` comes from, for the message. Until 2026-11-28 a rank stopped
+        while the run started up (``--stall-timeout 5``) failed after 120 s "(stall limit 120 s:
+        --stall-timeout, or 10x the longest gap ...)", naming two sources that were 5 s and none."""
+        limit = self.limit_s
+        gap = GAP_FACTOR * self.longest_gap
+        if not any(c is not None for c in self.count) and limit == STARTUP_S > max(self.floor, gap):
+            return (f"no rank had started counting {self.unit}, and start-up (imports, joining the run) "
+                    f"has {STARTUP_S:g} s whatever --stall-timeout says")
+        if self.longest_gap and limit == gap > self.floor:
+            return (f"{GAP_FACTOR:g}x the longest gap between two {self.unit} seen ({self.longest_gap:.1f} s), "
+                    f"above --stall-timeout {self.floor:g}")
+        return "--stall-timeout"
+
     def _list(self, ranks: list[int]) -> str:
         """``"stage 0, 1"``, or with names of their own ``"worker 0, the server (rank 4)"``."""
         if self.own_names:
@@ -175,8 +189,7 @@ class StallWatch:
     def describe(self, stalled: list[int], now: float) -> str:
         who = self._list(stalled)
         lines = [f"no progress from {who} for {now - max(self.since[r] for r in stalled):.0f} s "
-                 f"(stall limit {self.limit_s:.0f} s: --stall-timeout, or {GAP_FACTOR:g}x the longest gap "
-                 f"between two {self.unit} seen); the ranks:"]
+                 f"(stall limit {self.limit_s:.0f} s: {self._limit_source()}); the ranks:"]
         stopped = []
         for r in range(len(self.pids)):
             st = process_state(self.pids[r])

@@ -97,6 +97,37 @@ def test_a_run_without_progress_stalls_and_the_message_names_each_rank(tmp_path,
     assert "a stopped process (stage 1) holds up every process that waits for it" in msg
 
 
+def test_the_message_names_where_the_limit_came_from(tmp_path, sleepers):
+    """A rank stopped during start-up with ``--stall-timeout 5`` failed the run after 120 s,
+    saying "(stall limit 120 s: --stall-timeout, or 10x the longest gap ...)": neither was 120."""
+    clock = Clock()
+    w = StallWatch(str(tmp_path), [sleepers[0].pid], 5.0, clock=clock)
+    stop(sleepers[0].pid)
+    try:
+        clock.t += STARTUP_S + 1
+        with pytest.raises(Stalled) as e:
+            w.check()
+        assert f"(stall limit {STARTUP_S:.0f} s: no rank had started counting iterations, and start-up" in str(e.value)
+        hb = Heartbeat(str(tmp_path), 0)
+        w.check()  # counting from now
+        clock.t += 6.0
+        with pytest.raises(Stalled) as e:
+            w.check()
+        assert "(stall limit 5 s: --stall-timeout); the ranks:" in str(e.value)
+        w = StallWatch(str(tmp_path), [sleepers[0].pid], 5.0, clock=clock)
+        w.check()
+        clock.t += 3.0
+        hb.beat()
+        w.check()  # a gap of 3 s: the limit is now 30 s
+        clock.t += 31.0
+        with pytest.raises(Stalled) as e:
+            w.check()
+        assert "(stall limit 30 s: 10x the longest gap between two iterations seen (3.0 s), above --stall-timeout 5)" \
+            in str(e.value)
+    finally:
+        os.kill(sleepers[0].pid, signal.SIGCONT)
+
+
 def test_the_limit_follows_the_longest_gap_and_zero_means_none(tmp_path, sleepers):
     clock = Clock()
     w = StallWatch(str(tmp_path), [sleepers[0].pid], 2.0, clock=clock)
