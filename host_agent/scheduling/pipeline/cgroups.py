@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 
 from ..interrupts import held_interrupts
@@ -71,6 +72,47 @@ def quota_paced(wall: float, cpu: float, quota: float | None) -> float:
     return max(wall, cpu / quota) if quota else wall
 
 
+# the groups of this project's commands: saatp-<pid>-..., saatp-cgp-<pid>-..., saatp-groups-<pid>-...
+_OURS = re.compile(r"^saatp-(?:[a-z]+-)?(\d+)-")
+STALE_AFTER_S = 60.0  # a group is joined within seconds of its creation
+
+
+def remove_stale(root: str | None = None, older_than_s: float = STALE_AFTER_S) -> list[str]:
+    """Remove the empty groups of this project's commands whose process (the pid in the name)
+    no longer exists and which are older than ``older_than_s``; returns their names. A command
+    killed by SIGKILL cannot remove its groups: until 2026-11-28 each such run left them in
+    ``/sys/fs/cgroup/cpu`` for good (``CpuQuotas.create`` now calls this once per process)."""
+    gone, root = [], root or CPU_ROOT
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return gone
+    now = time.time()
+    for name in names:
+        m = _OURS.match(name)
+        path = os.path.join(root, name)
+        if not m or not os.path.isdir(path):
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its command is alive
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, ValueError):
+            continue
+        try:
+            if now - os.stat(path).st_mtime < older_than_s:
+                continue
+            os.rmdir(path)  # EBUSY while a process is in it: left alone
+            gone.append(name)
+        except OSError:
+            continue
+    return gone
+
+
+_swept = False
+
+
 class CpuQuotas:
     def __init__(self, prefix: str | None = None, period_us: int = 10_000, shares: int = 8192):
         self.prefix = prefix or f"saatp-{os.getpid()}"
@@ -88,6 +130,10 @@ class CpuQuotas:
         why = unavailable_reason()
         if why:
             raise RuntimeError(why)
+        global _swept
+        if not _swept:  # the groups of commands killed by SIGKILL
+            _swept = True
+            remove_stale()
         path = os.path.join(CPU_ROOT, f"{self.prefix}-{name}")
         os.mkdir(path)
         self.created.append(path)

@@ -587,3 +587,31 @@ def test_train_pipeline_says_when_its_batch_is_not_the_profiles_calibration_b(tm
     assert main(args[:i] + ["--batch", "4"] + args[i + 2:]) == 0
     out = capsys.readouterr().out
     assert "note: --batch 4 is not the B=6" in out and "beyond" not in out
+
+
+def test_the_groups_of_a_command_killed_by_sigkill_are_removed_by_the_next_one(tmp_path):
+    """A command killed by SIGKILL cannot remove its CPU-quota groups: they stayed in
+    /sys/fs/cgroup/cpu for good. The next command removes the empty ones of a process that no
+    longer exists, once they are a minute old; nothing else."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from host_agent.scheduling.pipeline import cgroups
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead, alive = p.pid, os.getpid()
+    names = [f"saatp-{dead}-4820403-stage0", f"saatp-cgp-{dead}-1-rank0", f"saatp-groups-{dead}-2-rank1",
+             f"saatp-{dead}-9-new", f"saatp-{alive}-3-stage0", f"saatp-{dead}-5-busy", "other-1-x", "saatp-x"]
+    for n in names:
+        (tmp_path / n).mkdir()
+    (tmp_path / f"saatp-{dead}-5-busy" / "tasks").write_text("")  # rmdir fails as on a group with a process
+    old = time.time() - 2 * cgroups.STALE_AFTER_S
+    for n in names:
+        if not n.endswith("-new"):
+            os.utime(tmp_path / n, (old, old))
+    gone = cgroups.remove_stale(str(tmp_path))
+    assert sorted(gone) == sorted(names[:3])
+    assert sorted(os.listdir(tmp_path)) == sorted(names[3:])
