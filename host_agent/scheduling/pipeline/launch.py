@@ -40,8 +40,16 @@ def _wait(ranks: RankProcesses, out_dir: str, timeout_s: float, stall_s: float |
         watch.check([r for r, p in enumerate(ranks.procs) if p.poll() is None])
         time.sleep(0.05)
     if ranks.failed():
+        first = ranks.failed_ranks()
         ranks.settle()
-        raise RankFailure(f"{ranks.exits('stage')} ended the run")
+        # which stage failed first: a stage killed by SIGKILL was named among "stage 0 (exit status
+        # 1), stage 1 (killed by SIGKILL), stage 2 (exit status 1)", the others' logs ending in
+        # gloo's "Connection reset by peer" from it, and its own log empty (until 2026-11-28)
+        how = lambda rs: {ranks.procs[r].returncode for r in rs}
+        after = [r for r in ranks.failed_ranks() if r not in first]
+        raise RankFailure(f"{ranks.exits('stage')} ended the run"
+                          + (f"; {ranks.exits('stage', first)} first, the others after it"
+                             if after and how(after) != how(first) else ""))
 
 
 def check_config(cfg: StageConfig) -> None:

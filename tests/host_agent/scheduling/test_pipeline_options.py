@@ -615,3 +615,27 @@ def test_the_groups_of_a_command_killed_by_sigkill_are_removed_by_the_next_one(t
     gone = cgroups.remove_stale(str(tmp_path))
     assert sorted(gone) == sorted(names[:3])
     assert sorted(os.listdir(tmp_path)) == sorted(names[3:])
+
+
+@pytest.mark.parametrize("first, then, says", [
+    ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "import time, sys; time.sleep(0.5); sys.exit(1)",
+     "stage 0 (killed by SIGKILL), stage 1 (exit status 1) ended the run; stage 0 (killed by SIGKILL) first, "
+     "the others after it"),
+    # the same failure on every stage (the same model and code): no first named
+    ("import sys; sys.exit(1)", "import time, sys; time.sleep(0.5); sys.exit(1)",
+     "stage 0 (exit status 1), stage 1 (exit status 1) ended the run"),
+])
+def test_a_failed_run_names_the_stage_that_failed_first(tmp_path, first, then, says):
+    """A stage killed by SIGKILL mid-run was named among the others, which failed after it
+    (gloo's "Connection reset by peer" in their logs, its own log empty)."""
+    import subprocess
+    import sys
+
+    from host_agent.scheduling.pipeline import launch
+    from host_agent.scheduling.rank_processes import RankProcesses
+
+    with pytest.raises(RuntimeError) as e:
+        with RankProcesses(str(tmp_path), "pipeline run") as ranks:
+            ranks.procs = [subprocess.Popen([sys.executable, "-c", code]) for code in (first, then)]
+            launch._wait(ranks, str(tmp_path), 60.0, None)
+    assert str(e.value).splitlines()[0] == "pipeline run failed: " + says
