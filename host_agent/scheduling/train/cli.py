@@ -109,8 +109,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _print(out: dict) -> None:
+    la = out.get("load_average") or {}
+    before, after = la.get("before_1_5_15"), la.get("after_1_5_15")
+    # "load average {'before_1_5_15': [4.39, 2.11, 1.8], 'after_1_5_15': [...]}" until 2026-11-28
+    load = (f", load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in before)} before the sessions, "
+            f"{', '.join(f'{x:.2f}' for x in after)} after" if before and after else "")
     print(f"{out['model']}: {out['stages']} stages, B={out['B']}, cuts {out['cuts']}, CPU quotas "
-          f"{['none' if q is None else q for q in out['quotas']]}, load average {out['load_average']}")
+          f"{['none' if q is None else q for q in out['quotas']]}{load}")
     if out.get("tuning"):
         ro = set(out["tuning"].get("runoff") or [])
         print(f"tuning ({out['candidates']} candidates per method, {out['tune_steps']} iterations each"

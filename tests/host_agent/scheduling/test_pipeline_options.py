@@ -556,10 +556,14 @@ def test_the_printout_names_an_unequal_tuning_candidates_microbatches_and_keeps_
             dict(schedule="torch-gpipe", label="torch-gpipe M=1", family="torch-gpipe", M=1, predicted_s=0.01)]
     got = [dict(iteration_s=[0.01, 0.012, 0.011], losses=[0.1])] * 3
     s = tuning.summarize(runs, got)
-    out = dict(model="m:f", stages=2, B=16, cuts=[1], quotas=[0.3, 0.3], load_average={}, profile=None, summary=s,
-               tuning=dict(s, runoff=[]), candidates=2, tune_steps=3, host_drift=None)
+    out = dict(model="m:f", stages=2, B=16, cuts=[1], quotas=[0.3, 0.3], profile=None, summary=s,
+               tuning=dict(s, runoff=[]), candidates=2, tune_steps=3, host_drift=None,
+               load_average=dict(before_1_5_15=[4.39, 2.11, 1.8], after_1_5_15=[5.38, 2.55, 1.96]))
     cli._print(out)
     lines = capsys.readouterr().out.splitlines()
+    # the load average was printed as the JSON's dict
+    assert lines[0] == ("m:f: 2 stages, B=16, cuts [1], CPU quotas [0.3, 0.3], load average (1, 5, 15 min) 4.39, 2.11, "
+                        "1.80 before the sessions, 5.38, 2.55, 1.96 after"), lines[0]
     tuned = [ln for ln in lines if ln.startswith("  umpipe #")]
     assert tuned[1].endswith("ms,  -9.1%)  16 | 8,8") and tuned[0].endswith("%)"), tuned  # equal: its M is its label
     head = [ln for ln in lines if ln.startswith("schedule")][0]
