@@ -23,6 +23,7 @@ def load_fn(spec: str, what: str):
     here = os.getcwd()
     if "" not in sys.path and here not in sys.path:
         sys.path.append(here)
+    _importing.append(spec)
     try:
         obj = getattr(importlib.import_module(mod), fn)
     except (ImportError, AttributeError) as e:
@@ -35,8 +36,31 @@ def load_fn(spec: str, what: str):
             hint = (f"; MODULE is a module name as Python imports it, not a file: {name}:{fn}, run from "
                     f"{d or 'its directory'} or with it on PYTHONPATH")
         raise ValueError(f"cannot load {what} {spec!r}: {e}{hint}") from e
+    finally:
+        _importing.pop()
     export_import_root(mod)
     return obj
+
+
+_importing: list[str] = []  # the MODULE:FN names whose modules load_fn is importing now (nested)
+
+
+def refuse_run_during_import(what: str) -> None:
+    """ValueError when a run (``what``: ``train_cgp``, ``groups.run``) starts while
+    :func:`load_fn` imports the module of a model or data set: the module starts a run at its
+    top level (a script without ``if __name__ == "__main__":`` naming itself, ``exp:model``).
+    Every rank process imports that module for the model, and would start a run of its own, each
+    of whose ranks would start another: until 2026-11-28 such a script (``python exp.py``) ran
+    its call again while loading ``exp:model``, never finished, and left processes and cgroups
+    behind when stopped."""
+    if not _importing:
+        return
+    spec = _importing[-1]
+    mod = spec.split(":", 1)[0]
+    raise ValueError(f"{what} was called while module {mod!r} was being imported for {spec!r}: the module "
+                     f"calls {what} when it is imported, so every process that imports it (each rank imports the "
+                     f"model's module) would start a run of its own. Put the call under 'if __name__ == \"__main__\":' in "
+                     f"{mod.replace('.', '/')}.py, or keep the model and data functions in a module of their own")
 
 
 def export_import_root(mod: str) -> None:

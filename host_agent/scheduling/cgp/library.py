@@ -29,7 +29,7 @@ import torch
 
 from .. import digits
 from ..digits import dataset_arg
-from ..fn_specs import spec_of
+from ..fn_specs import refuse_run_during_import, spec_of
 from ..groups.checks import check_model_on_data, least_batch
 from ..groups.quotas import (
     SlotQuotas,
@@ -152,6 +152,7 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
               log_dir: str | None = None) -> dict:
     """The processes' configs and logs go to ``log_dir`` (``out_dir`` in the result), else to a
     temporary directory removed after a successful run (``out_dir`` None)."""
+    refuse_run_during_import("train_cgp")
     cfg = cfg or CGPConfig()
     if target_acc is not None:  # a test accuracy: 90 (per cent) or 1.5 ran and was never reached
         require("target_acc", target_acc, 0 < target_acc <= 1, "a test accuracy in (0, 1]", "--target")

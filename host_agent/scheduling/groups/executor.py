@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .. import digits
-from ..fn_specs import spec_of
+from ..fn_specs import refuse_run_during_import, spec_of
 from ..progress import StallWatch
 from ..rank_processes import RankFailure, RankProcesses, get_blob, host_store
 from ..run_dirs import run_dir
@@ -189,6 +189,7 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     ``--json``: until 2026-11-28 an interrupted run lost every slot it had run. A run that fails
     (``RuntimeError``: a rank exited or hung) does the same, with ``failed`` (``slots_done``,
     ``slots``, ``error``: the message's first line) in place of ``interrupted``."""
+    refuse_run_during_import("groups.run")
     so_far: dict = {}
     try:
         with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too

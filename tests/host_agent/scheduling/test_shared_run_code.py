@@ -159,6 +159,49 @@ def test_a_function_of_the_script_itself_is_refused_saying_why(tmp_path):
         spec_of(lambda: 0, "model_fn")
 
 
+UNGUARDED = """import torch
+from torch import nn
+from host_agent.scheduling.cgp import CGPConfig, train_cgp
+from host_agent.scheduling.groups import GroupsConfig, run
+
+
+def model():
+    return nn.Sequential(nn.Linear(4, 3))
+
+
+def data():
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(40, 4, generator=g), torch.arange(40) % 3, torch.randn(9, 4, generator=g), torch.arange(9) % 3
+
+
+print("imported as", __name__, flush=True)
+if "{which}" == "cgp":
+    train_cgp("{mod}:model", "{mod}:data", CGPConfig(mode="asp", duration_s=0.5, cgroups=False))
+else:
+    run(GroupsConfig(model="{mod}:model", data="{mod}:data", slots=1, iters=1, methods="bsp", cgroups=False))
+"""
+
+
+@pytest.mark.parametrize("which", ["cgp", "groups"])
+def test_a_script_that_runs_at_import_is_refused_before_any_process_starts(tmp_path, which):
+    """A script without ``if __name__ == "__main__":`` naming its own functions (``python
+    exp.py``, ``train_cgp("exp:model", ...)`` at its top level): loading ``exp:model`` imported
+    the script again, which started a run while loading, whose ranks imported it and each
+    started another, and so on: it never finished. Now the nested call is refused, naming the
+    module and the fix, before any rank process starts."""
+    mod = f"unguarded_{which}"
+    (tmp_path / f"{mod}.py").write_text(UNGUARDED.format(which=which, mod=mod))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, f"{mod}.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=240)
+    what = "train_cgp" if which == "cgp" else "groups.run"
+    assert p.returncode == 1
+    assert (f"ValueError: {what} was called while module '{mod}' was being imported for '{mod}:") in p.stderr
+    assert f"Put the call under 'if __name__ == \"__main__\":' in {mod}.py" in p.stderr
+    assert p.stdout.splitlines() == ["imported as __main__", f"imported as {mod}"]  # no rank imported it
+    assert not list(tmp_path.glob("rank*.log"))
+
+
 def test_module_fn_names_round_trip_and_bad_names_say_what():
     spec = spec_of(top_level_fn, "model_fn")
     assert spec == f"{__name__}:top_level_fn" and load_fn(spec, "model")() == 41
