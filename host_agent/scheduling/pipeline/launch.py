@@ -8,6 +8,7 @@ processes use the same monotonic clock); every step starts after a barrier.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import statistics
 import sys
@@ -60,6 +61,13 @@ def check_config(cfg: StageConfig) -> None:
     the stages, which each failed: the caller got "pipeline run failed: stage 0 (exit status 1),
     ..." and the reason only in every stage's log tail."""
     check_backend(cfg.backend)
+    # until 2026-11-28 warmup=-1 ran and returned no iteration times, lead=-1 ran as 0, steps=0
+    # returned nothing, and B=0 with torch's GPipe was "M=2 must be at least the 3 stages
+    # (torch's Schedule1F1B)"
+    for name, least in (("B", 1), ("steps", 1), ("warmup", 0), ("lead", 0)):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
+            raise ValueError(f"StageConfig.{name} = {v!r}: expected a whole number >= {least}")
     world = len(cfg.cuts) + 1
     with torch.random.fork_rng(devices=[]):  # FN and build_layers draw and seed: the caller's stream stays as it was
         spec = load_model(cfg.model)

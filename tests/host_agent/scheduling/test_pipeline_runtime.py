@@ -110,7 +110,13 @@ def test_a_failing_stage_fails_the_run_with_its_log(tmp_path, monkeypatch):
     (dict(model="vgg-mini", cuts=[5, 5]), r"cuts \[5, 5\]: .* must be increasing"),
     (dict(model="vgg-mini", cuts=[4, 9], schedule="torch-1f1b", M=2),
      r"torch-1f1b: microbatch count M=2 must be at least the 3 stages"),
-    (dict(model="vgg-mini", cuts=[4], schedule="torch-zb", M=2), r"unknown schedule 'torch-zb'")])
+    (dict(model="vgg-mini", cuts=[4], schedule="torch-zb", M=2), r"unknown schedule 'torch-zb'"),
+    # warmup=-1 ran and returned no iteration times, lead=-1 ran as 0, steps=0 returned nothing,
+    # B=0 with torch's GPipe was "M=2 must be at least the 2 stages (torch's Schedule1F1B)"
+    (dict(model="vgg-mini", cuts=[4], warmup=-1), r"StageConfig.warmup = -1: expected a whole number >= 0"),
+    (dict(model="vgg-mini", cuts=[4], lead=-1), r"StageConfig.lead = -1: expected a whole number >= 0"),
+    (dict(model="vgg-mini", cuts=[4], steps=0), r"StageConfig.steps = 0: expected a whole number >= 1"),
+    (dict(model="vgg-mini", cuts=[4], B=0), r"StageConfig.B = 0: expected a whole number >= 1")])
 def test_what_the_stages_would_fail_on_is_refused_before_they_start(cfg, message, tmp_path):
     """A model that does not load, cuts beyond its layers, torch's 1F1B with fewer microbatches
     than stages: until 2026-11-28 launch.run started the stages, which each failed, and the
