@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 import numpy as np
@@ -33,8 +34,11 @@ def _parse_vs(s):
         vs = tuple(float(x) for x in s.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"--Vs must be comma-separated numbers, got {s!r}") from None
-    if not vs or any(v < 0 for v in vs):
+    if not vs:
         raise ValueError("--Vs needs at least one value >= 0")
+    bad = [v for v in vs if not (math.isfinite(v) and v >= 0)]
+    if bad:  # nan passed "v < 0" and failed in the planner with a traceback ("need V >= 0, ...")
+        raise ValueError(f"--Vs must be finite numbers >= 0, got {bad[0]:g} in {s!r}")
     return vs
 
 
@@ -48,6 +52,9 @@ def run(args) -> int:
             raise ValueError(f"--seed must be >= 0, got {args.seed}")
         if args.slots is not None and args.slots < 2:
             raise ValueError("--slots must be >= 2")
+        if args.V_main is not None and not (math.isfinite(args.V_main) and args.V_main >= 0):
+            # until 2026-11-28 a traceback from the planner: "ValueError: need V >= 0, budget > 0 and t_ref > 0"
+            raise ValueError(f"--V must be a finite number >= 0, got {args.V_main:g}")
         if args.budget_frac is not None and not 0 < args.budget_frac <= 10:
             raise ValueError("--budget-frac must be in (0, 10]")
         Vs = _parse_vs(args.Vs)

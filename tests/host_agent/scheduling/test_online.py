@@ -266,6 +266,24 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert "--seed must be >= 0, got -3" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("opt,value,said", [
+    ("--V", "-1", "--V must be a finite number >= 0, got -1"),
+    ("--V", "nan", "--V must be a finite number >= 0, got nan"),
+    ("--V", "inf", "--V must be a finite number >= 0, got inf"),
+    ("--Vs", "1,nan", "--Vs must be finite numbers >= 0, got nan in '1,nan'"),
+    ("--Vs", "-2", "--Vs must be finite numbers >= 0, got -2 in '-2'"),
+])
+def test_cli_refuses_a_V_that_is_negative_or_not_finite(capsys, opt, value, said):
+    """``plan lyapunov --V -1`` (and ``--V nan``, ``--Vs 1,nan``) ended in the planner's traceback
+    "ValueError: need V >= 0, budget > 0 and t_ref > 0"."""
+    import argparse
+    from host_agent.scheduling.online import cli
+    p = argparse.ArgumentParser()
+    cli.add_arguments(p)
+    assert cli.run(p.parse_args(["--scenario", "small", "--slots", "4", "--quiet", f"{opt}={value}"])) == 2
+    assert f"saatp plan lyapunov: {said}" in capsys.readouterr().err
+
+
 def test_cli_says_when_the_budget_cannot_be_met_or_is_not_matched(tmp_path, capsys):
     """A budget below the cheapest plan of every slot is named as such (until 2026-11-28 every
     method showed cost/budget ~10 without a word); runs above the budget are named too, since
