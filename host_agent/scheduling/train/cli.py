@@ -351,7 +351,9 @@ def run(args: argparse.Namespace) -> int:
         tuned_out, phase = None, "final session"
         try:
             if len({r["family"] for r in runs}) < len(runs):  # some method has several candidates: tune
+                phase = "tuning session"
                 tuned = _session(costs, args, runs, args.tune_steps, quotas)
+                phase = "final session"
                 tuned_out = first = tuning.summarize(runs, tuned)  # what an interrupted run-off keeps
                 contenders = tuning.runoff_contenders(runs, first["runs"])
                 picks = tuning.finalist_candidates(runs, contenders)  # as tuning.runoff_picks
@@ -383,6 +385,10 @@ def run(args: argparse.Namespace) -> int:
                                            cuts=costs.info["cuts"], backend=args.backend, candidates=args.candidates,
                                            tune_steps=args.tune_steps, profile=args.profile, plan=fam.public(),
                                            tuning=tuned_out, summary=None, left_out=left, seed=args.seed), phase)
+            elif args.json:  # nothing to keep: until 2026-11-28 nothing was said of the --json not written
+                print(f"saatp train pipeline: the {phase} {'failed' if isinstance(e, RuntimeError) else 'was interrupted'}"
+                      f" before any session had finished: nothing to keep, {args.json} not written", file=sys.stderr,
+                      flush=True)
             raise
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:
