@@ -298,7 +298,8 @@ def run_profile(args: argparse.Namespace) -> int:
             print(f"{n:28s} {'-':>12s} {'-':>9s}  no   ({why})")
             continue
         mem = max(c.memory_bytes) / 2**20 if c.memory_bytes else float("nan")
-        print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.1f} {'yes' if c.fits else 'no ':4s} "
+        # below 1 MB three decimals: a small model's plans all read "0.0" MB (until 2026-11-28)
+        print(f"{n:28s} {c.predicted_s * 1e3:12.1f} {mem:9.{1 if mem >= 1 else 3}f} {'yes' if c.fits else 'no ':4s} "
               f"{c.method}: {c.describe()}")
     if fam.best is None and limit:
         print(family.no_fit_message(costs, args.memory_limit, mm))

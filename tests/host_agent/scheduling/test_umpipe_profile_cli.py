@@ -251,3 +251,19 @@ def test_plan_umpipe_says_when_the_profiles_calibration_does_not_apply(tmp_path,
     out = capsys.readouterr().out
     assert "calibrated=False" in out
     assert f"note: {path} was calibrated on 2 stages split at [3], this plan has 3 split at" in out, out
+
+
+def test_plan_umpipe_prints_a_small_plans_peak_memory_as_the_json_has_it(tmp_path, capsys):
+    """Every plan of a small model printed a peak of "0.0" MB; below 1 MB it has three decimals,
+    the JSON's figure."""
+    import json
+
+    from host_agent.scheduling.umpipe import cli
+
+    path, out = tmp_path / "prof.json", tmp_path / "plan.json"
+    path.write_text(json.dumps(two_stage_profile()))
+    assert cli.main(["--profile", str(path), "--batch", "16", "--mmax", "4", "--pop", "8", "--gens", "2", "--single",
+                     "--json", str(out)]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("UMPIPE (best of family)")][0]
+    mb = max(json.loads(out.read_text())["umpipe"]["memory_bytes"]) / 2**20
+    assert 0.0005 < mb < 1 and line.split()[5] == f"{mb:.3f}", (line, mb)
