@@ -30,6 +30,7 @@ an asynchronous update of ``n`` samples is scaled by ``n / B_ref``.
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from dataclasses import asdict, dataclass, field
 
@@ -155,8 +156,11 @@ class SimConfig:
         if self.hetero and len(self.hetero) != self.n_workers:
             raise ValueError("hetero needs one multiplier per worker")
         for k in ("lr", "base_time", "duration", "log_every", "straggler_factor"):
-            if not getattr(self, k) > 0:
-                raise ValueError(f"{k} must be > 0")
+            v = getattr(self, k)
+            if not (v > 0 and math.isfinite(v)):
+                # an infinite duration (saatp plan cgp --duration inf) simulated until killed (until 2026-11-28)
+                opt = " (--duration)" if k == "duration" else ""
+                raise ValueError(f"{k}{opt} must be a finite number > 0, got {v:g}")
         if self.comm < 0 or self.ps_time < 0 or not 0 <= self.transient_p <= 1:
             raise ValueError("comm/ps_time must be >= 0 and transient_p in [0, 1]")
         if self.duration < self.log_every:

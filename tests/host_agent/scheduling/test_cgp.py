@@ -214,6 +214,11 @@ def test_cli_small(tmp_path, capsys):
     assert (tmp_path / "new" / "x.json").is_file()
     assert "no target loss (BSP, whose loss halfway it is, did not run)" in capsys.readouterr().out
     assert cli.run(p.parse_args(["--scenario", "small", "--duration", "-1"])) == 2
+    # an infinite duration simulated until killed, nan was "duration must be > 0" (until 2026-11-28)
+    for bad in ("inf", "nan"):
+        capsys.readouterr()
+        assert cli.run(p.parse_args(["--scenario", "small", "--duration", bad])) == 2
+        assert f"saatp plan cgp: duration (--duration) must be a finite number > 0, got {bad}" in capsys.readouterr().err
     # a negative seed was numpy's "expected non-negative integer" traceback (until 2026-11-28)
     capsys.readouterr()
     assert cli.run(p.parse_args(["--scenario", "small", "--duration", "8", "--seed", "-3"])) == 2
