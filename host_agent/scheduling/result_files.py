@@ -94,7 +94,7 @@ def write_result_files(result: dict, json_path: str | None, plot_path: str | Non
 
 
 def keep_interrupted(command: str, path: str | None, result: dict, when: str, what: str,
-                     happened: str = "interrupted") -> None:
+                     happened: str = "interrupted", verb: str = "are") -> None:
     """A command was interrupted (``when``: " during asp"), or a part of it failed (``happened``:
     "the final session failed", ``when`` ""): write ``result`` (what had finished, marked as
     such) to ``path`` (``--json``; nothing without one) with Ctrl-C and SIGTERM held, and say on
@@ -107,4 +107,4 @@ def keep_interrupted(command: str, path: str | None, result: dict, when: str, wh
         except OSError as e:
             print(f"{command}: {happened}{when}; {what} could not be kept: {e}", file=sys.stderr)
             return
-        print(f"{command}: {happened}{when}; {what} are in {path}", file=sys.stderr, flush=True)
+        print(f"{command}: {happened}{when}; {what} {verb} in {path}", file=sys.stderr, flush=True)

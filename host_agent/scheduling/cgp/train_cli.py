@@ -78,29 +78,38 @@ def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
 def keep_finished(runs: dict, interrupted: str, planned: list[str], args: argparse.Namespace) -> None:
     """The command was interrupted during method ``interrupted``: write the methods that had
     finished to ``--json`` (no comparison, no plot), marked ``interrupted``. Until 2026-11-28
-    a Ctrl-C in the last of eight methods (`--method all --ablation`) lost the seven finished ones."""
-    if not runs:
-        return
+    a Ctrl-C in the last of eight methods (`--method all --ablation`) lost the seven finished ones.
+    With none finished the file records the interruption (``runs`` empty): until 2026-11-28 it was
+    not written, and a result of an earlier run at that path read as this run's."""
     res = dict(runs=runs, target_acc=args.target, interrupted=interrupted, not_run=planned[planned.index(interrupted):])
-    keep_interrupted("saatp train cgp", args.json, res, f" during {interrupted}",
-                     f"the {len(runs)} finished method(s) ({', '.join(runs)})")
+    what, verb = _finished(runs)
+    keep_interrupted("saatp train cgp", args.json, res, f" during {interrupted}", what, verb=verb)
+
+
+def _finished(runs: dict) -> tuple[str, str]:
+    """What a kept result holds and its verb, for the message: ("the 2 finished method(s) (cgp,
+    bsp)", "are") in ..."""
+    if not runs:
+        return "no method had finished: the run's record, with no runs,", "is"
+    return f"the {len(runs)} finished method(s) ({', '.join(runs)})", "are"
 
 
 def keep_failed(runs: dict, failed: str, planned: list[str], args: argparse.Namespace, e: Exception) -> None:
     """Method ``failed`` failed (a rank exited or hung): write the methods that had finished to
     ``--json`` as :func:`keep_finished` does, marked ``failed`` (the method) with ``error`` (the
-    message's first line). Until 2026-11-28 they were lost."""
-    if not runs or not args.json:
+    message's first line). Until 2026-11-28 they were lost; with none finished the file records the
+    failure (``runs`` empty) instead of keeping what an earlier run wrote there."""
+    if not args.json:
         return
     res = dict(runs=runs, target_acc=args.target, failed=failed, error=(str(e).splitlines() or [""])[0],
                not_run=planned[planned.index(failed):])
-    what = f"the {len(runs)} finished method(s) ({', '.join(runs)})"
+    what, verb = _finished(runs)
     try:
         write_json(args.json, res)
     except OSError as err:
         print(f"saatp train cgp: {what} could not be kept: {err}", file=sys.stderr)
         return
-    print(f"saatp train cgp: {failed} failed; {what} are in {args.json} (marked failed)", file=sys.stderr)
+    print(f"saatp train cgp: {failed} failed; {what} {verb} in {args.json} (marked failed)", file=sys.stderr)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -35,6 +35,10 @@ def keep_failed(path: str | None, part: dict) -> None:
         print(f"saatp train groups: the {done} of {slots} slots every method finished could not be kept: {e}",
               file=sys.stderr)
         return
+    if not done:
+        print(f"saatp train groups: no slot had finished before the failure; its record is in {path} (marked "
+              f"failed, no runs)", file=sys.stderr)
+        return
     print(f"saatp train groups: the {done} of {slots} slots every method finished before the failure are in "
           f"{path} (marked failed)", file=sys.stderr)
 
@@ -129,8 +133,12 @@ def run(args: argparse.Namespace) -> int:
             part = getattr(e, "partial_result", None)
             if part is not None:
                 done = part["interrupted"]["slots_done"]
-                keep_interrupted("saatp train groups", args.json, part, "",
-                                 f"the {done} of {cfg.slots} slots every method finished")
+                if done:
+                    keep_interrupted("saatp train groups", args.json, part, "",
+                                     f"the {done} of {cfg.slots} slots every method finished")
+                else:
+                    keep_interrupted("saatp train groups", args.json, part, "",
+                                     "no slot had finished: the run's record, with no runs,", verb="is")
             raise
         res.pop("final_params")
     except (ValueError, RuntimeError, OSError) as e:

@@ -213,12 +213,14 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
 
 
 def finished_slots(cfg: GroupsConfig, so_far: dict) -> dict | None:
-    """The result of the slots every method finished before an interruption (None: none), from
-    what :func:`_run_in` recorded in ``so_far``; ``interrupted`` says how many of how many."""
+    """The result of the slots every method finished before an interruption, from what
+    :func:`_run_in` recorded in ``so_far``; ``interrupted`` says how many of how many. With none
+    finished, the run's config and no runs: until 2026-11-28 nothing, so ``saatp train groups``
+    wrote no ``--json`` and a result of an earlier run at that path read as this run's."""
     rec = so_far.get("rec")
     done = min((len(v) for v in rec.values()), default=0) if rec else 0
     if not done:
-        return None
+        return dict(config=config_record(cfg), runs={}, interrupted=dict(slots_done=0, slots=cfg.slots))
     out = summarise(cfg, {m: v[:done] for m, v in rec.items()}, so_far["budget"], so_far["t_ref"], so_far["costs"],
                     time.perf_counter() - so_far["t_start"], so_far["load0"])
     out["static_sets"] = so_far["static"]

@@ -608,6 +608,40 @@ def test_a_failed_method_of_train_cgp_keeps_the_methods_that_finished(tmp_path, 
     assert f"saatp train cgp: {calls[2]} failed; the 2 finished method(s) ({', '.join(calls[:2])}) are in {out}" in err
 
 
+@pytest.mark.parametrize("stop", ["failed", "ctrl-c"])
+def test_train_cgp_whose_first_method_fails_replaces_an_earlier_result_with_its_record(tmp_path, monkeypatch,
+                                                                                      capsys, stop):
+    """A rank of the first method killed (or Ctrl-C in it): nothing had finished, --json was not
+    written, and the result an earlier run had written there read as this run's (until 2026-11-28)."""
+    import json
+
+    from emulation.cli import main
+    from host_agent.scheduling.cgp import train_cli
+    from testsupport.interrupted_cli import run_interrupted
+
+    def fake_train_cgp(model, data, cfg, target_acc, log_dir):
+        if stop == "failed":
+            raise RuntimeError(f"train_cgp ({cfg.mode}) failed: process 4 (killed by SIGKILL) ended the run")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train_cgp)
+    out = tmp_path / "cgp.json"
+    out.write_text(json.dumps({"runs": {"cgp": {"final_acc": 0.97}}}))  # an earlier run's
+    argv = ["train", "cgp", "--method", "cgp", "--method", "bsp", "--no-cgroups", "--json", str(out)]
+    if stop == "failed":
+        assert main(argv) == 2
+    else:
+        run_interrupted(argv, "ctrl-c")
+    res = json.loads(out.read_text())
+    assert res["runs"] == {} and res["not_run"] == ["cgp", "bsp"]
+    err = capsys.readouterr().err
+    if stop == "failed":
+        assert res["failed"] == "cgp" and res["error"].startswith("train_cgp (cgp) failed: process 4")
+        assert f"cgp failed; no method had finished: the run's record, with no runs, is in {out}" in err
+    else:
+        assert res["interrupted"] == "cgp"
+        assert f"interrupted during cgp; no method had finished: the run's record, with no runs, is in {out}" in err
+
+
 def test_balanced_shares_follow_speed_sum_to_the_group_and_keep_the_least():
     from host_agent.scheduling.cgp.grouping import balanced_shares
     assert balanced_shares([3.0, 1.0], 64) == [48, 16]

@@ -369,6 +369,46 @@ def test_an_interrupted_train_groups_writes_the_finished_slots_to_json(tmp_path,
             in capsys.readouterr().err)
 
 
+@pytest.mark.parametrize("stop", ["failed", "ctrl-c"])
+def test_a_train_groups_run_stopped_before_any_slot_replaces_an_earlier_result_with_its_record(
+        tmp_path, monkeypatch, capsys, stop):
+    """A rank killed (or Ctrl-C) before the first slot ended: nothing was written to --json, and the
+    result an earlier run had written there read as this run's (until 2026-11-28)."""
+    from emulation.cli import main
+    from host_agent.scheduling.groups import executor
+    from testsupport.interrupted_cli import run_interrupted
+    part = executor.finished_slots(executor.GroupsConfig(methods=("bsp",), slots=12), {})
+    assert part["runs"] == {} and part["interrupted"] == {"slots_done": 0, "slots": 12}
+    assert part["config"]["slots"] == 12
+
+    def stopped_run(cfg, progress=None, log_dir=None):
+        rec = executor.finished_slots(cfg, {})
+        if stop == "failed":
+            e = RuntimeError("groups run failed: worker(s) [2] of 4 exited: worker 2 (killed by SIGKILL)")
+            rec["failed"] = dict(rec.pop("interrupted"), error=str(e))
+        else:
+            e = KeyboardInterrupt()
+        e.partial_result = rec
+        raise e
+    monkeypatch.setattr(executor, "run", stopped_run)
+    out = tmp_path / "groups.json"
+    out.write_text(json.dumps({"runs": {"bsp": {"mean_batch_s": 0.05}}}))  # an earlier run's
+    argv = ["train", "groups", "--planner", "bsp", "--no-cgroups", "--json", str(out)]
+    if stop == "failed":
+        assert main(argv) == 2
+    else:
+        run_interrupted(argv, "ctrl-c")
+    res = json.loads(out.read_text())
+    assert res["runs"] == {} and res["config"]["methods"] == ["bsp"]
+    err = capsys.readouterr().err
+    if stop == "failed":
+        assert res["failed"]["slots_done"] == 0 and "worker 2 (killed by SIGKILL)" in res["failed"]["error"]
+        assert f"no slot had finished before the failure; its record is in {out} (marked failed, no runs)" in err
+    else:
+        assert res["interrupted"] == {"slots_done": 0, "slots": 12}
+        assert f"interrupted; no slot had finished: the run's record, with no runs, is in {out}" in err
+
+
 def test_saatp_train_cgp_gives_every_method_the_same_split(tmp_path, monkeypatch):
     """A data function without a seed (``train_test_split`` without ``random_state``): before,
     the command called it once per method, so CGP and BSP were trained and tested on
