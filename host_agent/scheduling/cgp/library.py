@@ -109,7 +109,8 @@ class CGPConfig(QuotaRunOptions):
             self.workers = len(self.base_quotas)
         # one check at a time, each naming the field (its command-line option) and the value
         if self.workers < 2:
-            raise ValueError(f"CGP needs at least 2 workers (one per --quotas value), got {self.workers}")
+            # "--workers 1" read "(one per --quotas value)", an option not given (until 2026-11-28)
+            raise ValueError(f"CGP needs at least 2 workers (--workers, or one per --quotas value), got {self.workers}")
         if len(self.base_quotas) != self.workers:
             raise ValueError(f"{self.workers} workers need {self.workers} base quotas, got {len(self.base_quotas)}")
         self.check_run_options("worker")

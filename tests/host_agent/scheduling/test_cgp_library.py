@@ -190,7 +190,8 @@ def test_the_default_snapshot_interval_follows_the_models_size():
 
 def test_the_config_names_the_check_that_failed_and_its_value():
     from host_agent.scheduling.cgp.library import CGPConfig
-    for kw, msg in ((dict(workers=1, base_quotas=(0.3,)), r"at least 2 workers \(one per --quotas value\), got 1"),
+    for kw, msg in ((dict(workers=1, base_quotas=(0.3,)),
+                     r"at least 2 workers \(--workers, or one per --quotas value\), got 1"),
                     (dict(duration_s=0.0), r"duration_s \(--duration\) must be > 0 seconds, got 0.0"),
                     (dict(R=0), r"R \(--R\) must be >= 1, got 0"),
                     (dict(s_max=-1), r"s_max \(--s-max\) must be >= 0, got -1"),
