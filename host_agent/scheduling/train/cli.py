@@ -195,14 +195,18 @@ def _session(costs, args, runs: list[dict], steps: int, quotas) -> list[dict]:
 def _keep_tuning(args: argparse.Namespace, e: BaseException, part: dict, phase: str = "final session") -> None:
     """The final session or the run-off (``phase``) was interrupted (Ctrl-C, SIGTERM) or failed
     (a stage exited or hung): write what the tuning session measured to ``--json``, marked
-    ``interrupted`` or ``failed`` (with ``error``, the message's first line), and say so."""
-    what = "the tuning session's measurements"
+    ``interrupted`` or ``failed`` (with ``error``, the message's first line), and say so. With
+    no session finished (``part["tuning"]`` None: the tuning session, or the only one) the file
+    records the run with no measurements: until 2026-11-28 it was not written, and a result an
+    earlier run had left at that path read as this run's (as train cgp and train groups do)."""
+    what, verb = (("the tuning session's measurements", "are") if part.get("tuning") is not None else
+                  ("no session had finished: the run's record, with no measurements,", "is"))
     if isinstance(e, RuntimeError):
         part.update(failed=phase, error=(str(e).splitlines() or [""])[0])
-        keep_interrupted("saatp train pipeline", args.json, part, "", what, happened=f"the {phase} failed")
+        keep_interrupted("saatp train pipeline", args.json, part, "", what, happened=f"the {phase} failed", verb=verb)
     else:
         part.update(interrupted=phase)
-        keep_interrupted("saatp train pipeline", args.json, part, f" during the {phase}", what)
+        keep_interrupted("saatp train pipeline", args.json, part, f" during the {phase}", what, verb=verb)
 
 
 def run_quotas(args: argparse.Namespace) -> list[float | None]:
@@ -380,15 +384,11 @@ def run(args: argparse.Namespace) -> int:
         except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
             # keep the tuning session's measurements (minutes of them): until 2026-11-28 a Ctrl-C
             # or a failed stage in the final session lost them
-            if tuned_out is not None and args.json:
+            if args.json:
                 _keep_tuning(args, e, dict(model=args.model, stages=args.stages, B=args.batch, quotas=quotas,
                                            cuts=costs.info["cuts"], backend=args.backend, candidates=args.candidates,
                                            tune_steps=args.tune_steps, profile=args.profile, plan=fam.public(),
                                            tuning=tuned_out, summary=None, left_out=left, seed=args.seed), phase)
-            elif args.json:  # nothing to keep: until 2026-11-28 nothing was said of the --json not written
-                print(f"saatp train pipeline: the {phase} {'failed' if isinstance(e, RuntimeError) else 'was interrupted'}"
-                      f" before any session had finished: nothing to keep, {args.json} not written", file=sys.stderr,
-                      flush=True)
             raise
         load.extend(round(x, 2) for x in os.getloadavg())
     except (ValueError, RuntimeError) as e:

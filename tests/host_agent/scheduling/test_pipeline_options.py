@@ -474,11 +474,12 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
             assert got["failed"] == phase and got["error"] == "stage 1 (exit status 1) ended the run"
             assert f"the {phase} failed; the tuning session's measurements are in {out}" in err
             assert "saatp train pipeline: stage 1 (exit status 1) ended the run" in err
-    # stopped in the tuning session, or in the only session (--candidates 1): nothing to keep, and
-    # the command says so (it said nothing of the --json it did not write)
+    # stopped in the tuning session, or in the only session (--candidates 1): nothing was written,
+    # and a result an earlier run had left at the path read as this run's; now the run's record
     for phase, candidates in (("tuning session", "2"), ("final session", "1")):
         monkeypatch.setattr(cli.launch, "run", lambda cfg, **kw: (_ for _ in ()).throw(stop("stage 1 ended the run")))
         out = tmp_path / "res" / f"{phase} {candidates}.json"
+        out.write_text(json.dumps(dict(summary="an earlier run's")))
         args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule",
                 "1f1b", "--candidates", candidates, "--steps", "2", "--json", str(out)]
         if stop is KeyboardInterrupt:
@@ -486,10 +487,16 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
                 cli.main(args)
         else:
             assert cli.main(args) == 2
-        assert not out.exists()
-        happened = "failed" if stop is RuntimeError else "was interrupted"
-        assert (f"saatp train pipeline: the {phase} {happened} before any session had finished: nothing to keep, "
-                f"{out} not written") in capsys.readouterr().err
+        got = json.loads(out.read_text())
+        assert got["tuning"] is None and got["summary"] is None and got["model"] == model
+        err = capsys.readouterr().err
+        if stop is KeyboardInterrupt:
+            assert got["interrupted"] == phase
+            assert (f"saatp train pipeline: interrupted during the {phase}; no session had finished: the run's "
+                    f"record, with no measurements, is in {out}") in err, err
+        else:
+            assert got["failed"] == phase and got["error"] == "stage 1 ended the run"
+            assert f"the {phase} failed; no session had finished: the run's record" in err, err
 
 
 def test_microbatches_with_umpipe_alone_is_noted(capsys):
