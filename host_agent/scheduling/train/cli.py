@@ -290,8 +290,16 @@ def run(args: argparse.Namespace) -> int:
             check_calibration_batch(args.batch)  # before the layers and the link are timed
             # calibrated on the run's own split (--cuts): a calibration on another split is not
             # used, and until 2026-11-27 (22:00 UTC) it silently left the predictions uncalibrated
-            prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts, stall_s=args.stall_timeout,
-                                           backend=args.backend)
+            try:
+                prof = profile_cli.run_profile(args.model, quotas, B=args.batch, cuts=cuts,
+                                               stall_s=args.stall_timeout, backend=args.backend)
+            except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
+                if args.json:  # the run's record, not an earlier run's result at that path (until 2026-11-28)
+                    _keep_tuning(args, e, dict(model=args.model, stages=args.stages, B=args.batch, quotas=quotas,
+                                               cuts=cuts, backend=args.backend, candidates=args.candidates,
+                                               tune_steps=args.tune_steps, profile=None, plan=None, tuning=None,
+                                               summary=None, left_out=[], seed=args.seed), "profiling")
+                raise
         least = profile_costs.least_microbatch(prof, args.batch)
         try:
             # a split whose stage cannot fit the memory limit whatever the plan is not taken

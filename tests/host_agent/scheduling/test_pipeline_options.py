@@ -666,3 +666,29 @@ def test_a_failed_run_names_the_stage_that_failed_first(tmp_path, first, then, s
             ranks.procs = [subprocess.Popen([sys.executable, "-c", code]) for code in (first, then)]
             launch._wait(ranks, str(tmp_path), 60.0, None)
     assert str(e.value).splitlines()[0] == "pipeline run failed: " + says
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, RuntimeError])
+def test_a_run_stopped_while_profiling_records_itself_in_its_json(stop, tmp_path, monkeypatch, capsys):
+    """train pipeline without --profile, stopped in its profiling (a calibration stage killed,
+    Ctrl-C): nothing was written, so a result an earlier run had left at the --json path read as
+    this run's."""
+    from host_agent.scheduling.profile import cli as profile_cli
+    from host_agent.scheduling.train import cli
+
+    def fake_profile(*a, **k):
+        raise stop("pipeline run failed: stage 1 (killed by SIGKILL) ended the run")
+
+    monkeypatch.setattr(profile_cli, "run_profile", fake_profile)
+    out = tmp_path / "t.json"
+    out.write_text(json.dumps(dict(summary="an earlier run's")))
+    args = ["--model", "vgg-mini", "--stages", "2", "--quota", "none", "--batch", "8", "--json", str(out)]
+    if stop is KeyboardInterrupt:
+        with pytest.raises(KeyboardInterrupt):
+            cli.main(args)
+    else:
+        assert cli.main(args) == 2
+    got = json.loads(out.read_text())
+    assert got["summary"] is None and got["plan"] is None and got["model"] == "vgg-mini" and got["B"] == 8
+    assert got.get("interrupted" if stop is KeyboardInterrupt else "failed") == "profiling"
+    assert "no session had finished: the run's record, with no measurements, is in" in capsys.readouterr().err
