@@ -1009,3 +1009,29 @@ def test_the_split_leaves_out_stages_that_cannot_fit_the_memory_limit(tmp_path, 
     assert umpipe_cli.main(args + ["--memory-limit", str(limit / 2**20)]) == 0  # it said no plan fits
     out = capsys.readouterr().out
     assert f"cuts {cut}" in out and "nothing fits" not in out
+
+
+def test_our_gpipe_and_1f1b_at_one_microbatch_are_one_configuration_for_the_drift():
+    """Our 1F1B at M = 1 is our GPipe at M = 1. The calibration times it under both labels (a
+    held-out CNN's: 31.6/22.1/12.7 ms as GPipe, 17.6/7.9/9.8 ms as 1F1B); a session's 10.8 ms was
+    compared with the GPipe label's alone, and every run on that fresh profile was told the host
+    ran 51 % faster and to profile again. Both measurements are one configuration's now."""
+    from host_agent.scheduling.train import drift
+
+    Q, RUN = [0.3, 0.3], dict(quotas=[0.3, 0.3], backend="gloo")
+    prof = dict(calibration=dict(B=8, cuts=[1], quotas=Q, points=[
+        dict(label="gpipe M=1", measured_s=0.0221, iterations_s=[0.0316, 0.0221, 0.0127]),
+        dict(label="1f1b M=1", measured_s=0.0098, iterations_s=[0.0176, 0.0079, 0.0098])]))
+    for row in (dict(label="umpipe #1 fill-drain M=1", family="umpipe", kind="fill-drain", rows=[[8]] * 2),
+                dict(label="umpipe #2 1f1b M=1", family="umpipe", kind="1f1b", rows=[[8]] * 2),
+                dict(label="1f1b M=1", family="1f1b", M=1), dict(label="gpipe M=1", family="gpipe", M=1)):
+        d = drift.host_drift(prof, 8, [1], [dict(row, measured_s=0.0108, iterations_s=[0.0108])], **RUN)
+        assert d["configurations"] == ["gpipe M=1"] and not d["stale"], (row["label"], d)
+        assert d["median_pct"] == pytest.approx((0.0108 / 0.01515 - 1) * 100)  # the median of the six
+    # one measurement of the session, whichever labels ran it, counts once
+    rows = [dict(label=lb, family=f, M=1, measured_s=0.050, iterations_s=[0.050]) for lb, f in
+            (("gpipe M=1", "gpipe"), ("1f1b M=1", "1f1b"))]
+    d = drift.host_drift(prof, 8, [1], rows, **RUN)
+    assert d["compared"] == 1 and d["stale"]  # 50 ms: beyond every calibration iteration
+    # torch's schedules at M = 1 are torch's own configurations
+    assert drift.calibration_label(dict(label="torch-1f1b M=1", family="torch-1f1b", M=1), 8) == "torch-1f1b M=1"
