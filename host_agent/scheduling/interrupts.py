@@ -52,3 +52,10 @@ def exit_143(*_) -> None:
     2026-11-28)."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.exit(143)
+
+
+def exit_129(*_) -> None:
+    """A SIGHUP handler (the terminal closed, an ssh session dropped): ``SystemExit(129)``, so
+    that the finally blocks run as for SIGTERM (:func:`exit_143`). Once, as there."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    sys.exit(129)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .interrupts import exit_143
+from .interrupts import exit_129, exit_143
 from .progress import DEFAULT_STALL_S, add_stall_option
 from .rank_processes import BACKENDS, check_backend
 
@@ -126,8 +126,12 @@ def run_options_from(args: argparse.Namespace) -> dict:
 def exit_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit(143)`` so that the finally blocks run (they remove the
     run's cgroups and kill its rank processes); later SIGTERMs are ignored
-    (:func:`.interrupts.exit_143`)."""
+    (:func:`.interrupts.exit_143`). SIGHUP likewise becomes ``SystemExit(129)`` unless it is
+    ignored (``nohup``, which stays so): until 2026-11-28 a closed terminal killed the command at
+    once, leaving its cgroups and run directory, and the finished methods or slots unwritten."""
     signal.signal(signal.SIGTERM, exit_143)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, exit_129)
 
 
 @contextmanager

@@ -136,3 +136,30 @@ def test_sigterm_after_sigterm_prints_nothing(install):
     code = TERMINATED.replace("INSTALL", INSTALLS[install])
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (143, "")
+
+
+HUNG_UP = """
+import signal, sys
+IGNORE
+from host_agent.scheduling.run_options import exit_on_sigterm
+exit_on_sigterm()
+try:
+    signal.raise_signal(signal.SIGHUP)
+    print("went on")
+finally:
+    print("cleaned up", flush=True)
+"""
+
+
+@pytest.mark.parametrize("nohup", [False, True])
+def test_train_groups_and_cgp_clean_up_when_the_terminal_hangs_up(nohup):
+    """SIGHUP (a closed terminal, a dropped ssh session) killed ``saatp train groups`` / ``train
+    cgp`` at once, leaving its cgroups and run directory and the finished methods or slots
+    unwritten (until 2026-11-28): now it ends as SIGTERM does, through the finally blocks, with
+    129. Under ``nohup`` (SIGHUP ignored) it is still ignored."""
+    code = HUNG_UP.replace("IGNORE", "signal.signal(signal.SIGHUP, signal.SIG_IGN)" if nohup else "")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    if nohup:
+        assert (r.returncode, r.stdout) == (0, "went on\ncleaned up\n")
+    else:
+        assert (r.returncode, r.stdout, r.stderr) == (129, "cleaned up\n", "")
