@@ -7,10 +7,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+LEGEND_IN_AXES = 6  # more labels than this: one legend for the figure, below the axes
+
+
 @contextmanager
 def panels(path: str, n: int, width: float, height: float = 4) -> Iterator[list]:
     """``n`` side-by-side axes for the caller to draw on; then each axis that has labelled
-    artists gets its legend and the figure is written to ``path``."""
+    artists gets its legend and the figure is written to ``path``. Above :data:`LEGEND_IN_AXES`
+    labels the figure has one legend, below the axes, instead: ``train cgp --ablation``'s 11
+    methods each covered half an axis, on top of its lines (until 2026-11-28)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -19,10 +24,19 @@ def panels(path: str, n: int, width: float, height: float = 4) -> Iterator[list]
     ax = list(ax[0])
     try:
         yield ax
-        for a in ax:
-            if a.get_legend_handles_labels()[1]:
+        labelled = [a for a in ax if a.get_legend_handles_labels()[1]]
+        most = max(labelled, key=lambda a: len(a.get_legend_handles_labels()[1]), default=None)
+        handles, labels = most.get_legend_handles_labels() if most is not None else ([], [])
+        if len(labels) > LEGEND_IN_AXES:
+            cols = min(len(labels), 6)
+            rows = -(-len(labels) // cols)
+            fig.set_figheight(height + 0.25 * rows)
+            fig.legend(handles, labels, loc="lower center", ncol=cols, fontsize=8, frameon=False)
+            fig.tight_layout(rect=(0, 0.25 * rows / (height + 0.25 * rows) + 0.02, 1, 1))
+        else:
+            for a in labelled:
                 a.legend(fontsize=8)
-        fig.tight_layout()
+            fig.tight_layout()
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)

@@ -864,7 +864,8 @@ def test_snapshots_go_to_disk_as_taken_and_come_back_in_order(tmp_path):
 
 def test_the_cgp_plot_tells_eleven_methods_apart(tmp_path, monkeypatch):
     """train cgp --ablation draws 11 methods: until 2026-11-28 the 11th took the 1st's colour and
-    line style (matplotlib cycles 10 colours), so cgp-unchecked-merges looked like cgp."""
+    line style (matplotlib cycles 10 colours), so cgp-unchecked-merges looked like cgp; and each
+    panel's legend of 11 entries covered half its lines (one legend below the panels now)."""
     from host_agent.scheduling.cgp.train_cli import ABLATION
     from host_agent.scheduling.groups.plot import plot_cgp
     import matplotlib
@@ -881,6 +882,10 @@ def test_the_cgp_plot_tells_eleven_methods_apart(tmp_path, monkeypatch):
         styles = {(matplotlib.colors.to_hex(line.get_color()), line.get_linestyle()): line.get_label()
                   for line in a.get_lines() if line.get_label() in names}
         assert sorted(styles.values()) == sorted(names)
+        assert a.get_legend() is None  # 11 legend entries covered half of each panel's lines
+    assert len(figs[0].legends) == 1 and [t.get_text() for t in figs[0].legends[0].get_texts()] == names
+    plot_cgp({"runs": {n: {"evals": ev} for n in names[:4]}, "target_acc": 0.9}, str(tmp_path / "c4.png"))
+    assert not figs[1].legends and all(a.get_legend() is not None for a in figs[1].axes)  # a few: in each panel
 
 
 def test_an_ablation_without_cgp_in_the_methods_runs_cgp_too(monkeypatch, capsys):
