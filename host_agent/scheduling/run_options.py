@@ -35,6 +35,14 @@ class QuotaRunOptions:
     timeout_s: float = 120.0
     stall_s: float = DEFAULT_STALL_S  # a rank without progress this long fails the run (progress.py); 0: never
 
+    def take_quota_sequence(self) -> None:
+        """``base_quotas`` as a tuple; ValueError for one number (``base_quotas=0.5``), which
+        failed with "TypeError: object of type 'float' has no len()" (until 2026-11-28)."""
+        if isinstance(self.base_quotas, (int, float, str)):
+            raise ValueError(f"base_quotas (--quotas) must be a sequence of CPU quotas, one per rank process "
+                             f"(base_quotas=(0.5, 0.5) for two), got {self.base_quotas!r}")
+        self.base_quotas = tuple(self.base_quotas)
+
     def check_run_options(self, rank: str) -> None:
         """ValueError naming the field (its option) and the value when a base quota is not a
         positive number of CPUs or the time-out is not positive; ``rank`` names a rank

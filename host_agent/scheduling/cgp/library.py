@@ -102,6 +102,7 @@ class CGPConfig(QuotaRunOptions):
     def __post_init__(self) -> None:
         if self.trace is not None:  # a pathlib.Path failed writing the processes' config (not JSON), until 2026-11-28
             self.trace = os.fspath(self.trace)
+        self.take_quota_sequence()
         if self.mode not in MODES:
             raise ValueError(f"unknown mode {self.mode!r}; known: {', '.join(MODES)}")
         damping(0, self.damping)
@@ -154,7 +155,10 @@ def train_cgp(model_fn, dataset="digits", cfg: CGPConfig | None = None, target_a
     """The processes' configs and logs go to ``log_dir`` (``out_dir`` in the result), else to a
     temporary directory removed after a successful run (``out_dir`` None)."""
     refuse_run_during_import("train_cgp")
-    cfg = cfg or CGPConfig()
+    cfg = CGPConfig() if cfg is None else cfg
+    if not isinstance(cfg, CGPConfig):  # a dict failed with "'dict' object has no attribute 'seed'" (until 2026-11-28)
+        raise TypeError(f"cfg must be a CGPConfig (from host_agent.scheduling.cgp import CGPConfig; "
+                        f"CGPConfig(duration_s=5.0, ...)), got {type(cfg).__name__}")
     if target_acc is not None:  # a test accuracy: 90 (per cent) or 1.5 ran and was never reached
         require("target_acc", target_acc, 0 < target_acc <= 1, "a test accuracy in (0, 1]", "--target")
     spec = spec_of(model_fn, "model_fn")

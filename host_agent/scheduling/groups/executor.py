@@ -67,6 +67,7 @@ class GroupsConfig(QuotaRunOptions):
     def __post_init__(self) -> None:
         if self.trace is not None:  # a pathlib.Path: the result's config as text (JSON), as train_cgp's
             self.trace = os.fspath(self.trace)
+        self.take_quota_sequence()
         # until 2026-11-28 a function failed with "argument of type 'function' is not iterable"
         self.model = spec_of(self.model, "model")
         self.data = digits.dataset_arg(self.data, "data")
@@ -190,6 +191,9 @@ def run(cfg: GroupsConfig, progress=None, log_dir: str | None = None) -> dict:
     (``RuntimeError``: a rank exited or hung) does the same, with ``failed`` (``slots_done``,
     ``slots``, ``error``: the message's first line) in place of ``interrupted``."""
     refuse_run_during_import("groups.run")
+    if not isinstance(cfg, GroupsConfig):  # a dict failed with "'dict' object has no attribute 'data'" (until 2026-11-28)
+        raise TypeError(f"cfg must be a GroupsConfig (from host_agent.scheduling.groups import GroupsConfig; "
+                        f"GroupsConfig(slots=4, ...)), got {type(cfg).__name__}")
     so_far: dict = {}
     try:
         with sigterm_exits(), run_dir("saatp-groups-", log_dir) as out_dir:  # a script's SIGTERM cleans up too

@@ -409,6 +409,27 @@ def test_a_train_groups_run_stopped_before_any_slot_replaces_an_earlier_result_w
         assert f"interrupted; no slot had finished: the run's record, with no runs, is in {out}" in err
 
 
+def test_a_config_of_the_wrong_kind_or_one_quota_number_is_refused_saying_what_is_expected():
+    """``train_cgp(fn, data, {"duration_s": 1})`` failed with "'dict' object has no attribute
+    'seed'", ``run(CGPConfig())`` with "... has no attribute 'data'", and ``base_quotas=0.5``
+    with "object of type 'float' has no len()" (until 2026-11-28); no process starts."""
+    from host_agent.scheduling.cgp import CGPConfig, train_cgp
+    from host_agent.scheduling.groups import GroupsConfig, run
+    with pytest.raises(TypeError, match=r"cfg must be a CGPConfig \(from host_agent.scheduling.cgp import CGPConfig; "
+                                        r"CGPConfig\(duration_s=5.0, ...\)\), got dict"):
+        train_cgp("digits-cnn", "digits", {"duration_s": 1.0})
+    with pytest.raises(TypeError, match="cfg must be a CGPConfig .*, got GroupsConfig"):
+        train_cgp("digits-cnn", "digits", GroupsConfig(cgroups=False))
+    with pytest.raises(TypeError, match=r"cfg must be a GroupsConfig \(from host_agent.scheduling.groups import "
+                                        r"GroupsConfig; GroupsConfig\(slots=4, ...\)\), got CGPConfig"):
+        run(CGPConfig(cgroups=False))
+    for make in (CGPConfig, GroupsConfig):
+        with pytest.raises(ValueError, match=r"base_quotas \(--quotas\) must be a sequence of CPU quotas, one per "
+                                             r"rank process \(base_quotas=\(0.5, 0.5\) for two\), got 0.5"):
+            make(base_quotas=0.5)
+        assert make(base_quotas=[0.5, 0.5]).base_quotas == (0.5, 0.5)
+
+
 def test_saatp_train_cgp_gives_every_method_the_same_split(tmp_path, monkeypatch):
     """A data function without a seed (``train_test_split`` without ``random_state``): before,
     the command called it once per method, so CGP and BSP were trained and tested on
