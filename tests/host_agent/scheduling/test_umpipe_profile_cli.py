@@ -267,3 +267,32 @@ def test_plan_umpipe_prints_a_small_plans_peak_memory_as_the_json_has_it(tmp_pat
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("UMPIPE (best of family)")][0]
     mb = max(json.loads(out.read_text())["umpipe"]["memory_bytes"]) / 2**20
     assert 0.0005 < mb < 1 and line.split()[5] == f"{mb:.3f}", (line, mb)
+
+
+def test_nothing_fits_names_the_least_memory_of_any_split(tmp_path, capsys):
+    """When no split of the layers fits the memory limit, the split for time is taken and "no
+    plan fits" said what a plan on that split needs: a CNN under 0.2 MB was told 0.604 MB where
+    another split needs 0.298 (and a limit of 0.3 MB then planned). Now the least of any split
+    is named too, with its cuts."""
+    import itertools
+    import json
+
+    from host_agent.scheduling.profile import costs
+    from host_agent.scheduling.umpipe import cli
+
+    p = two_stage_profile()
+    for layer, pb in zip(p["cpu"]["layers"], [60000, 60000, 1000, 1000, 1000, 1000]):
+        layer["param_bytes"] = pb  # the two heavy-parameter layers: apart on the least-memory split
+    want = min((max(costs.stage_least_bytes(p, a, b, s, 3, 16) for s, (a, b) in enumerate(zip((0, *c), (*c, 6)))), c)
+               for c in itertools.combinations(range(1, 6), 2))
+    assert costs.least_bytes_of_any_split(p, 3, 16) == (want[0], list(want[1]))  # the DP is the brute force's
+    p["stage_quotas"] = [0.5, 0.25]
+    assert costs.least_bytes_of_any_split(p, 2, 16) == (194000.0, [1])
+    path = tmp_path / "prof.json"
+    path.write_text(json.dumps(p))
+    args = ["--profile", str(path), "--batch", "16", "--pop", "8", "--gens", "2", "--single"]
+    assert cli.main(args + ["--memory-limit", "0.1"]) == 1
+    out = capsys.readouterr().out
+    assert "on this split of the layers, [5]; the least of any split is 0.185 MB, split at [1]" in out, out
+    assert cli.main(args + ["--memory-limit", "0.19"]) == 0  # 0.185 MB: that split plans
+    assert "no plan fits" not in capsys.readouterr().out
