@@ -108,7 +108,7 @@ def no_fit_message(costs: PipelineCosts, limit_mb: float, mmax: int) -> str:
     # three significant digits: a small model's least was "0.0 MB" against a limit of 0.001 MB
     need = "" if least is None else (f"; the least a plan of at most {mmax} microbatches needs is "
                                      f"{least[0] / 2**20:.3g} MB on its fullest stage (1F1B, microbatches of "
-                                     f"{least[1]} sample{'s' if least[1] != 1 else ''} or fewer)")
+                                     + ("1 sample)" if least[1] == 1 else f"{least[1]} samples or fewer)"))
     other = costs.info.get("least_any_split")  # the split was chosen, and no split fits (profile.costs.build)
     if least is not None and other is not None and other[0] < least[0] * (1 - 1e-9):
         need += (f" on this split of the layers, {costs.info['cuts']}; the least of any split is "
