@@ -25,6 +25,19 @@ def check_no_lazy_parameters(model: nn.Module, model_name: str) -> None:
                          f"before any forward; give those layers their input sizes (nn.Linear(in_features, ...))")
 
 
+def _flatten_hint(model: nn.Module, x: torch.Tensor) -> str:
+    """A hint when the model's first layer is an ``nn.Linear`` taking as many features as a
+    sample of ``x`` has values, but the samples are not flat (digits' ``[1, 8, 8]`` images into
+    ``nn.Linear(64, ...)``): until 2026-11-28 torch's "mat1 and mat2 shapes cannot be multiplied
+    (32x8 and 64x32)" alone."""
+    first = next((m for m in model.modules() if not list(m.children())), None)
+    per_sample = x[0].numel() if len(x) else 0
+    if x.dim() > 2 and isinstance(first, nn.Linear) and first.in_features == per_sample:
+        return (f"; each sample is {list(x.shape[1:])} ({per_sample} values) and the model's first layer an "
+                f"nn.Linear({first.in_features}, ...): put nn.Flatten() before it")
+    return ""
+
+
 def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, samples: int = 4) -> int:
     """One forward pass of ``samples`` training inputs, and one of test inputs, in eval mode (no
     gradient, the module's mode restored): the model must take both splits' inputs (until
@@ -57,6 +70,7 @@ def check_model_on_data(model: nn.Module, data: Dataset, model_name: str, sample
                     hint += (f"; the model's parameters are {', '.join(other)} while a data set's float inputs are "
                              f"made torch's default dtype ({x.dtype}): build the model in {x.dtype} (without "
                              f".double() or .to(dtype)); a last layer that casts the scores is fine")
+                hint += _flatten_hint(model, x)
                 raise ValueError(f"model {model_name} fails on the data set's {split} (a batch of shape "
                                  f"{list(x.shape)}): {type(e).__name__}: {e}{hint}") from None
             if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != len(x):

@@ -365,6 +365,21 @@ def test_a_model_too_narrow_for_the_labels_is_refused_before_any_process_starts(
     assert bn.training and bn[1].num_batches_tracked == 0  # no statistics taken, the mode restored
 
 
+def test_an_mlp_on_images_is_told_to_flatten_them():
+    """``nn.Linear(64, ...)`` first on digits' [1, 8, 8] images: torch's "mat1 and mat2 shapes
+    cannot be multiplied (32x8 and 64x32)" alone until 2026-11-28."""
+    from host_agent.scheduling.groups.checks import check_model_on_data
+    data = digits.Dataset(torch.randn(20, 1, 8, 8), torch.arange(20) % 3, torch.randn(6, 1, 8, 8), torch.arange(6) % 3)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    with pytest.raises(ValueError, match=r"each sample is \[1, 8, 8\] \(64 values\) and the model's first layer an "
+                                         r"nn.Linear\(64, ...\): put nn.Flatten\(\) before it"):
+        check_model_on_data(mlp, data, "m:mlp")
+    assert check_model_on_data(torch.nn.Sequential(torch.nn.Flatten(), *mlp), data, "m:flat") == 3
+    with pytest.raises(ValueError) as e:  # a Linear of another width: no such hint
+        check_model_on_data(torch.nn.Sequential(torch.nn.Linear(60, 3)), data, "m:other")
+    assert "Flatten" not in str(e.value)
+
+
 def test_a_model_built_in_float64_is_told_the_inputs_are_float32():
     """A ``.double()`` model on a data set (whose float inputs are made float32): torch's
     "mat1 and mat2 must have the same dtype" alone until 2026-11-28; a float32 model whose last
