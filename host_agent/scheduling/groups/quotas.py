@@ -114,9 +114,11 @@ def trace_factors(path: str, slots: int, n: int, base: Sequence[float] | None = 
                       "from 1, subtract 1 from its devices") if low >= 1 and top == n else ""
             # (until 2026-11-28 "the run has 1 processes" and "so one of all the trace's devices needs 4 values")
             single = {"processes": "process", "workers": "worker"}.get(noun, noun)
+            # the count option too (train groups --processes, train cgp --workers): until 2026-11-28 only
+            # --quotas was named, though --processes N alone sets the number
             raise ValueError(f"{at}: the trace names device {d}, but the run has {n} {single if n == 1 else noun} "
-                             f"({have}); it names devices up to {top}: a run of all of them needs {top + 1} --quotas "
-                             f"values (one base quota per {single}){from_1}")
+                             f"({have}); it names devices up to {top}: a run of all of them needs --{noun} {top + 1} "
+                             f"or {top + 1} --quotas values (one base quota per {single}){from_1}")
         if (s, d) in seen:
             also = "" if seen[(s, d)] is None else f" (also on line {seen[(s, d)]})"
             raise ValueError(f"{at}: slot {s}, device {d} is given twice{also}")

@@ -321,8 +321,8 @@ def test_a_trace_names_its_file_and_line_for_a_missing_device_or_a_repeated_row(
         quota_trace([0.3], 3, str(p))
     # a held-out trace of another size: what the run would need, not only the first row it lacks
     with pytest.raises(ValueError, match=r"t.csv:2: the trace names device 2, but the run has 2 workers \(devices "
-                                         r"0-1\); it names devices up to 3: a run of all of them needs 4 --quotas "
-                                         r"values \(one base quota per worker\)"):
+                                         r"0-1\); it names devices up to 3: a run of all of them needs --workers 4 "
+                                         r"or 4 --quotas values \(one base quota per worker\)"):
         quota_trace([0.3, 0.3], 3, str(p), noun="workers")
     for kind, v in (("factor", "2"), ("quota", "0.2")):
         p.write_text(f"slot,device,{kind}\n0,0,{v}\n\n1,0,{v}\n0,0,{v}\n")
@@ -938,12 +938,12 @@ def test_a_trace_that_numbers_its_devices_from_1_is_told_they_are_numbered_from_
     from host_agent.scheduling.groups.quotas import quota_trace
     p = tmp_path / "t.csv"
     p.write_text("slot,device,quota\n0,1,0.3\n0,4,0.2\n1,2,0.1\n")
-    with pytest.raises(ValueError, match=r"t.csv:3: .* needs 5 --quotas values \(one base quota per process\); "
+    with pytest.raises(ValueError, match=r"t.csv:3: .* needs --processes 5 or 5 --quotas values \(one base quota per process\); "
                                          r"devices are numbered from 0 and the trace "
                                          r"never names device 0: if it numbers them from 1, subtract 1"):
         quota_trace([0.3, 0.3, 0.3, 0.3], 2, str(p))
     p.write_text("slot,device,quota\n0,0,0.3\n0,4,0.2\n")  # names device 0: another size, not another numbering
-    with pytest.raises(ValueError, match=r"needs 5 --quotas values \(one base quota per process\)$"):
+    with pytest.raises(ValueError, match=r"needs --processes 5 or 5 --quotas values \(one base quota per process\)$"):
         quota_trace([0.3, 0.3, 0.3, 0.3], 2, str(p))
     p.write_text("slot,device,quota\n0,1,0.3\n0,4,0.2\n")
     assert quota_trace([0.3] * 5, 2, str(p)).shape == (2, 5)  # five processes: a valid trace
