@@ -152,11 +152,17 @@ def sigterm_exits() -> Iterator[None]:
     handlers). Until 2026-11-28 a plain Python script calling ``train_cgp`` that got SIGTERM (a
     ``timeout``, a batch system) left its cgroups under ``/sys/fs/cgroup/cpu``."""
     main = threading.current_thread() is threading.main_thread()
-    if not main or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if not main:
         yield
         return
-    signal.signal(signal.SIGTERM, exit_143)
+    # SIGHUP (a closed terminal) likewise becomes SystemExit(129) where it has its default action
+    # (until 2026-11-28 it killed the script at once, leaving the run's cgroups)
+    mine = [(s, h) for s, h in ((signal.SIGTERM, exit_143), (signal.SIGHUP, exit_129))
+            if signal.getsignal(s) is signal.SIG_DFL]
+    for s, h in mine:
+        signal.signal(s, h)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for s, _ in mine:
+            signal.signal(s, signal.SIG_DFL)

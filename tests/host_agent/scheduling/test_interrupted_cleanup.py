@@ -141,8 +141,7 @@ def test_sigterm_after_sigterm_prints_nothing(install):
 HUNG_UP = """
 import signal, sys
 IGNORE
-from host_agent.scheduling.run_options import exit_on_sigterm
-exit_on_sigterm()
+INSTALL
 try:
     signal.raise_signal(signal.SIGHUP)
     print("went on")
@@ -151,13 +150,16 @@ finally:
 """
 
 
+@pytest.mark.parametrize("install", ["exit_on_sigterm", "sigterm_exits"])
 @pytest.mark.parametrize("nohup", [False, True])
-def test_train_groups_and_cgp_clean_up_when_the_terminal_hangs_up(nohup):
+def test_train_groups_and_cgp_clean_up_when_the_terminal_hangs_up(nohup, install):
     """SIGHUP (a closed terminal, a dropped ssh session) killed ``saatp train groups`` / ``train
-    cgp`` at once, leaving its cgroups and run directory and the finished methods or slots
-    unwritten (until 2026-11-28): now it ends as SIGTERM does, through the finally blocks, with
-    129. Under ``nohup`` (SIGHUP ignored) it is still ignored."""
+    cgp`` (or a script calling ``train_cgp`` / ``executor.run``) at once, leaving its cgroups and
+    run directory and the finished methods or slots unwritten (until 2026-11-28): now it ends as
+    SIGTERM does, through the finally blocks, with 129. Under ``nohup`` (SIGHUP ignored) it is
+    still ignored."""
     code = HUNG_UP.replace("IGNORE", "signal.signal(signal.SIGHUP, signal.SIG_IGN)" if nohup else "")
+    code = code.replace("INSTALL", INSTALLS[install])
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     if nohup:
         assert (r.returncode, r.stdout) == (0, "went on\ncleaned up\n")
