@@ -35,8 +35,8 @@ from ..run_options import QuotaRunOptions, require, sigterm_exits
 from .checks import check_layers_share_no_parameter, check_model_on_data, least_batch
 from .costs import profile_layers
 from .plan import ExecPlan, from_planner
-from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped, react,
-                      static_set, whole_replicas)
+from .planner import (BUDGET_REFS, METHODS, STATIC, Estimates, SlotPlanner, allreduce_times, jumped,
+                      migration_rate, react, static_set, whole_replicas)
 from .quotas import SlotQuotas, quota_trace, run_prefix, warn_above_one_cpu, warn_trace_not_applied
 
 
@@ -309,7 +309,7 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
         ar = max(p["allreduce"] for p in probe)
         # both per unit of the slowest process's speed, from the all-reduce of all of them
         est0.sync_bw = 2 * (cfg.world - 1) / cfg.world * model_bytes / max(ar, 1e-6) / float(est0.speed.min())
-        est0.mig_bw = est0.sync_bw
+        est0.mig_bw = migration_rate(probe, est0.speed, model_bytes, est0.sync_bw)
         planners = {m: SlotPlanner("lyapunov" if m == "script" else m, costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
                     for m in cfg.methods}
         ref = SlotPlanner("lyapunov", costs, cfg.B, price, cfg.V, cfg.gmax, cfg.iters)
@@ -425,6 +425,10 @@ def _run_in(out_dir: str, cfg: GroupsConfig, progress, so_far: dict | None = Non
     out["static_sets"] = static
     out["budget_reference"] = dict(reference, model_budget=b_model)
     out["budget_floor"] = floor
+    # what the planners started from: each process's speed, the all-reduce and the model's move
+    out["start_probe"] = dict(speed=est0.speed.tolist(), allreduce_s=[p["allreduce"] for p in probe],
+                              migration_s=[p.get("migration") for p in probe], sync_bw=est0.sync_bw,
+                              mig_bw=est0.mig_bw)
     out["final_params"] = final  # tensors (not JSON): group 0's parameters after the last slot
     return out
 

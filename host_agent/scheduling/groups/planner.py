@@ -118,6 +118,17 @@ class Estimates:
         return Estimates(self.speed.copy(), self.sync_bw, self.mig_bw, self.latency, stage_ref=dict(self.stage_ref))
 
 
+def migration_rate(probe: list[dict], speed: np.ndarray, model_bytes: float, fallback: float) -> float:
+    """The first migration rate (bytes/s per unit of the slower process's speed, as
+    :attr:`Estimates.mig_bw`) from the start-up probe's point-to-point moves of the whole model
+    with its momentum (``probe[r]["migration"]``: seconds per move from rank r - 1 to the odd
+    rank r; :meth:`.worker.Worker.probe_migration`): the median over the pairs. ``fallback``
+    (the all-reduce's rate) when no pair measured one (a run of one process)."""
+    rates = [2.0 * model_bytes / max(float(p["migration"]), 1e-6) / max(float(min(speed[r - 1], speed[r])), 1e-9)
+             for r, p in enumerate(probe) if r % 2 == 1 and p.get("migration") is not None]
+    return float(np.median(rates)) if rates else fallback
+
+
 def measured_speeds(meas: list[dict]) -> list[float | None]:
     """Each process's speed measured in a slot (None: nothing measured): work over compute
     seconds of its median iteration (one stalled iteration, a first run of a new stage under

@@ -182,6 +182,10 @@ def test_executor_replans_and_groups_stay_equal_to_one_process():
     torch.testing.assert_close(res["final_params"]["script"], want, rtol=1e-4, atol=1e-5)
     r = res["budget_reference"]
     assert r["measured_s"] > 0 and res["budget"] == pytest.approx(r["model_budget"] * r["ratio"])
+    # the first migration rate is the probe's move of the model between ranks 0 -> 1 and 2 -> 3
+    pr = res["start_probe"]
+    assert pr["migration_s"][0] is None and pr["migration_s"][2] is None
+    assert pr["migration_s"][1] > 0 and pr["migration_s"][3] > 0 and pr["mig_bw"] > 0
 
 
 @pytest.mark.slow
@@ -515,6 +519,22 @@ def test_a_migration_runs_at_the_pace_of_the_slowest_process_that_sends_or_recei
     to_fast, to_slow = [(1, 0, 2)], [(0, 2, 2)]
     assert pl.mig_time(est, to_fast) == pytest.approx(migration_bytes(to_fast, c.param_bytes) / (est.mig_bw * 0.3))
     assert pl.mig_time(est, to_slow) == pytest.approx(3 * pl.mig_time(est, to_fast))
+
+
+def test_the_first_migration_rate_is_the_probes_move_between_two_processes_not_the_allreduce():
+    """A migration is one transfer between two processes; the all-reduce of four is 2(G - 1)
+    latency-bound steps. With the all-reduce's rate a 3.2 kB model's move was predicted at
+    49 ms and took 16 ms, and the online methods stayed on a process whose quota had fallen."""
+    from host_agent.scheduling.groups.planner import migration_rate
+    speed = np.array([0.4, 0.2, 0.3, 0.1])
+    # rank 1 received 2 x 1 kB from rank 0 in 10 ms, rank 3 from rank 2 in 40 ms
+    probe = [dict(migration=None), dict(migration=0.01), dict(migration=None), dict(migration=0.04)]
+    r01, r23 = 2e3 / 0.01 / 0.2, 2e3 / 0.04 / 0.1
+    assert migration_rate(probe, speed, 1e3, fallback=1.0) == pytest.approx((r01 + r23) / 2)
+    # nothing measured (one process; an odd world's last rank has no partner): the fallback
+    assert migration_rate([dict(migration=None)], speed[:1], 1e3, fallback=7.0) == 7.0
+    assert migration_rate([dict(migration=None), dict(migration=0.01), dict(migration=None)], speed[:3], 1e3,
+                          fallback=7.0) == pytest.approx(r01)
 
 
 def test_speed_is_the_median_iteration_so_one_stall_does_not_count():
