@@ -9,6 +9,11 @@ from this directory (``cd scripts``), naming ``heldout_models:FN``.
 * ``gelu_cnn`` and ``digits_split``: a model and a data set for ``saatp train groups`` and
   ``saatp train cgp`` (``--model heldout_models:gelu_cnn --data heldout_models:digits_split``):
   a GELU/LayerNorm CNN on scikit-learn's digits, a 70/30 split.
+* ``mixer_mini`` (pipelines): an MLP-Mixer (4x4 patches of 32x32x3 synthetic images, six mixer
+  blocks, a linear head; 331k parameters), 10 classes.
+* ``bn_cnn`` and ``digits_60_40`` (groups and CGP): a BatchNorm/Dropout CNN of 19k parameters
+  and a stratified 60/40 split of digits, with ``heldout_trace_one_slow.csv`` (12 slots: in slot
+  s, process d is slowed 2-4x when (s + d) mod 5 = 0).
 """
 import numpy as np
 import torch
@@ -54,4 +59,66 @@ def digits_split():
     x, y = load_digits(return_X_y=True)
     x = (x / 16.0).astype(np.float32)
     xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.3, random_state=7)
+    return torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte)
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens, dim):
+        super().__init__()
+        self.n1 = nn.LayerNorm(dim)
+        self.tok = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Linear(2 * tokens, tokens))
+        self.n2 = nn.LayerNorm(dim)
+        self.ch = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):  # B x T x D
+        x = x + self.tok(self.n1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.ch(self.n2(x))
+
+
+class Patches(nn.Module):
+    def __init__(self, p, dim):
+        super().__init__()
+        self.p = p
+        self.proj = nn.Linear(p * p * 3, dim)
+
+    def forward(self, x):  # B x 3 x 32 x 32
+        B, C, H, W = x.shape
+        x = x.unfold(2, self.p, self.p).unfold(3, self.p, self.p)  # B C h w p p
+        x = x.permute(0, 2, 3, 1, 4, 5).reshape(B, (H // self.p) * (W // self.p), C * self.p * self.p)
+        return self.proj(x)
+
+
+class MeanTokens(nn.Module):
+    def forward(self, x):
+        return x.mean(1)
+
+
+def mixer_mini():
+    dim, tokens = 96, 64
+    layers = [Patches(4, dim)] + [MixerBlock(tokens, dim) for _ in range(6)] + [nn.LayerNorm(dim), MeanTokens(),
+                                                                                nn.Linear(dim, 10)]
+
+    def make_batch(B, step):
+        g = torch.Generator().manual_seed(500 + step)
+        return torch.randn(B, 3, 32, 32, generator=g), torch.randint(0, 10, (B,), generator=g)
+
+    def loss_sum(out, y):
+        return nn.functional.cross_entropy(out, y, reduction="sum")
+
+    return nn.Sequential(*layers), make_batch, loss_sum
+
+
+def bn_cnn():
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)),
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.AvgPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 16, 48), nn.ReLU(), nn.Dropout(0.1), nn.Linear(48, 10))
+
+
+def digits_60_40():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+    x, y = load_digits(return_X_y=True)
+    x = (x / 16.0).astype(np.float32)
+    xtr, xte, ytr, yte = train_test_split(x, y, test_size=0.4, random_state=11, stratify=y)
     return torch.tensor(xtr), torch.tensor(ytr), torch.tensor(xte), torch.tensor(yte)

@@ -517,3 +517,12 @@ def test_the_logged_held_out_models_load_as_the_commands_load_them(monkeypatch):
     loss = spec.loss_sum(layers(x), y)
     loss.backward()
     assert len(layers) == 12 and torch.isfinite(loss)
+    data = digits.dataset_from("heldout_models:digits_60_40")
+    assert (len(data.x_train), len(data.x_test)) == (1078, 719)
+    assert check_model_on_data(digits.sequential_from("heldout_models:bn_cnn"), data, "m") == 10
+    spec = load_model("heldout_models:mixer_mini")
+    layers = build_layers(spec, 0)
+    x, y = spec.make_batch(4, 0)
+    loss = spec.loss_sum(layers(x), y)
+    loss.backward()
+    assert len(layers) == 10 and torch.isfinite(loss)
