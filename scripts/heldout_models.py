@@ -20,6 +20,19 @@ import torch
 from torch import nn
 
 
+def _on_random_inputs(layers, shape, seed):
+    """A pipeline ``MODULE:FN``'s triple for ``layers`` on standard-normal inputs of ``shape``
+    per sample and random labels of 10 classes, batch ``step`` drawn from ``seed + step``."""
+    def make_batch(B, step):
+        g = torch.Generator().manual_seed(seed + step)
+        return torch.randn(B, *shape, generator=g), torch.randint(0, 10, (B,), generator=g)
+
+    def loss_sum(out, y):
+        return nn.functional.cross_entropy(out, y, reduction="sum")
+
+    return nn.Sequential(*layers), make_batch, loss_sum
+
+
 class _Residual(nn.Module):
     def __init__(self, channels: int, dilation: int):
         super().__init__()
@@ -34,14 +47,7 @@ def tcn_mini():
     layers = [nn.Conv1d(16, 64, 1)] + [_Residual(64, d) for d in (1, 2, 4, 8, 1, 2, 4, 8)] + [
         nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 10)]
 
-    def make_batch(B, step):
-        g = torch.Generator().manual_seed(1000 + step)
-        return torch.randn(B, 16, 64, generator=g), torch.randint(0, 10, (B,), generator=g)
-
-    def loss_sum(out, y):
-        return nn.functional.cross_entropy(out, y, reduction="sum")
-
-    return nn.Sequential(*layers), make_batch, loss_sum
+    return _on_random_inputs(layers, (16, 64), seed=1000)
 
 
 def gelu_cnn():
@@ -97,14 +103,7 @@ def mixer_mini():
     layers = [Patches(4, dim)] + [MixerBlock(tokens, dim) for _ in range(6)] + [nn.LayerNorm(dim), MeanTokens(),
                                                                                 nn.Linear(dim, 10)]
 
-    def make_batch(B, step):
-        g = torch.Generator().manual_seed(500 + step)
-        return torch.randn(B, 3, 32, 32, generator=g), torch.randint(0, 10, (B,), generator=g)
-
-    def loss_sum(out, y):
-        return nn.functional.cross_entropy(out, y, reduction="sum")
-
-    return nn.Sequential(*layers), make_batch, loss_sum
+    return _on_random_inputs(layers, (3, 32, 32), seed=500)
 
 
 def bn_cnn():

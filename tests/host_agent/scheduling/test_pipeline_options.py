@@ -17,6 +17,16 @@ from host_agent.scheduling.profile.cli import parse_cuts, parse_quota
 from tests.testsupport.profiles import six_layer_module, six_layer_profile, two_stage_profile
 
 
+def _main_stopped(cli, args, stop) -> None:
+    """``cli.main(args)`` in a run that ``stop`` ends: a KeyboardInterrupt goes on up (Ctrl-C),
+    a failure is exit status 2."""
+    if stop is KeyboardInterrupt:
+        with pytest.raises(KeyboardInterrupt):
+            cli.main(args)
+    else:
+        assert cli.main(args) == 2
+
+
 def test_slow_quotas_must_be_finite_and_one_per_stage():
     assert stage_quotas(3, None, ["1:0.2", "2:4"]) == [None, 0.2, 4.0]  # above one core: allowed
     for bad, message in ((["1:nan"], "quota must be a number of CPUs > 0"),
@@ -454,11 +464,7 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
         out = tmp_path / "res" / phase / "t.json"
         args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule",
                 "1f1b", "--candidates", "2", "--tune-steps", "2", "--steps", "2", "--json", str(out)]
-        if stop is KeyboardInterrupt:
-            with pytest.raises(KeyboardInterrupt):
-                cli.main(args)
-        else:
-            assert cli.main(args) == 2
+        _main_stopped(cli, args, stop)
         assert len(sessions) == stop_at
         got = json.loads(out.read_text())
         assert got["summary"] is None and len(got["tuning"]["runs"]) >= 3 and got["B"] == 6
@@ -482,11 +488,7 @@ def test_an_interrupted_or_failed_final_session_keeps_the_tuning_sessions_measur
         out.write_text(json.dumps(dict(summary="an earlier run's")))
         args = ["--model", model, "--profile", str(path), "--batch", "6", "--schedule", "gpipe", "--schedule",
                 "1f1b", "--candidates", candidates, "--steps", "2", "--json", str(out)]
-        if stop is KeyboardInterrupt:
-            with pytest.raises(KeyboardInterrupt):
-                cli.main(args)
-        else:
-            assert cli.main(args) == 2
+        _main_stopped(cli, args, stop)
         got = json.loads(out.read_text())
         assert got["tuning"] is None and got["summary"] is None and got["model"] == model
         err = capsys.readouterr().err
@@ -683,11 +685,7 @@ def test_a_run_stopped_while_profiling_records_itself_in_its_json(stop, tmp_path
     out = tmp_path / "t.json"
     out.write_text(json.dumps(dict(summary="an earlier run's")))
     args = ["--model", "vgg-mini", "--stages", "2", "--quota", "none", "--batch", "8", "--json", str(out)]
-    if stop is KeyboardInterrupt:
-        with pytest.raises(KeyboardInterrupt):
-            cli.main(args)
-    else:
-        assert cli.main(args) == 2
+    _main_stopped(cli, args, stop)
     got = json.loads(out.read_text())
     assert got["summary"] is None and got["plan"] is None and got["model"] == "vgg-mini" and got["B"] == 8
     assert got.get("interrupted" if stop is KeyboardInterrupt else "failed") == "profiling"

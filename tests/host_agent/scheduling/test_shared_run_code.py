@@ -508,21 +508,15 @@ def test_the_logged_held_out_models_load_as_the_commands_load_them(monkeypatch):
     from host_agent.scheduling.groups.checks import check_model_on_data
     from host_agent.scheduling.pipeline.models import build_layers, load_model
     monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts"))
-    data = digits.dataset_from("heldout_models:digits_split")
-    assert (len(data.x_train), len(data.x_test)) == (1257, 540)
-    assert check_model_on_data(digits.sequential_from("heldout_models:gelu_cnn"), data, "m") == 10
-    spec = load_model("heldout_models:tcn_mini")
-    layers = build_layers(spec, 0)
-    x, y = spec.make_batch(4, 0)
-    loss = spec.loss_sum(layers(x), y)
-    loss.backward()
-    assert len(layers) == 12 and torch.isfinite(loss)
-    data = digits.dataset_from("heldout_models:digits_60_40")
-    assert (len(data.x_train), len(data.x_test)) == (1078, 719)
-    assert check_model_on_data(digits.sequential_from("heldout_models:bn_cnn"), data, "m") == 10
-    spec = load_model("heldout_models:mixer_mini")
-    layers = build_layers(spec, 0)
-    x, y = spec.make_batch(4, 0)
-    loss = spec.loss_sum(layers(x), y)
-    loss.backward()
-    assert len(layers) == 10 and torch.isfinite(loss)
+    for data_fn, sizes, model_fn in (("digits_split", (1257, 540), "gelu_cnn"),
+                                     ("digits_60_40", (1078, 719), "bn_cnn")):
+        data = digits.dataset_from(f"heldout_models:{data_fn}")
+        assert (len(data.x_train), len(data.x_test)) == sizes
+        assert check_model_on_data(digits.sequential_from(f"heldout_models:{model_fn}"), data, "m") == 10
+    for model_fn, n_layers in (("tcn_mini", 12), ("mixer_mini", 10)):
+        spec = load_model(f"heldout_models:{model_fn}")
+        layers = build_layers(spec, 0)
+        x, y = spec.make_batch(4, 0)
+        loss = spec.loss_sum(layers(x), y)
+        loss.backward()
+        assert len(layers) == n_layers and torch.isfinite(loss)
