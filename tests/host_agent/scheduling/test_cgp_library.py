@@ -1,6 +1,7 @@
 """CGP as a library: the server's bounded staleness and update rule, and a real short run."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -147,6 +148,29 @@ def test_train_cgp_reports_final_accuracy_at_the_end_and_unresolved_ratios(monke
     for bad in ("1.5", "0", "-0.2", "nan"):
         assert train_cli.run(p.parse_args(["--target", bad])) == 2
         assert "--target must be a test accuracy in (0, 1]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("groupings, ungrouped", [
+    ([{"groups": [[0], [1], [2], [3]]}, {"groups": [[1], [0], [3], [2]]}], True),
+    ([{"groups": [[0], [1], [2], [3]]}, {"groups": [[0, 1], [2], [3]]}], False)])
+def test_train_cgp_says_when_cgp_grouped_no_worker(groupings, ungrouped, tmp_path, monkeypatch, capsys):
+    """A CGP run that kept every worker alone ran as SSP runs (with its damping and
+    accumulation): its margins over ASP and SSP are not grouping's, and the report says so."""
+    import argparse
+
+    from host_agent.scheduling.cgp import train_cli
+
+    def fake_train(model, data, cfg, target_acc=None, log_dir=None):
+        ev = _evals((0.01, 0.6), (0.5, 0.93))
+        return dict(evals=ev, final_acc=0.93, final_t_s=0.5, best_acc=0.93, config=dict(snapshot_s=0.1),
+                    samples_per_s=1000.0, max_staleness=3, groupings=groupings if cfg.mode == "cgp" else [])
+    monkeypatch.setattr(train_cli, "train_cgp", fake_train)
+    p = argparse.ArgumentParser()
+    train_cli.add_arguments(p)
+    out = tmp_path / "r.json"
+    assert train_cli.run(p.parse_args(["--method", "cgp", "--method", "ssp", "--json", str(out)])) == 0
+    assert ("note: cgp kept every worker in a group of its own" in capsys.readouterr().out) == ungrouped
+    assert json.loads(out.read_text())["cgp_ungrouped"] == ungrouped
 
 
 def test_saatp_train_cgp_sets_the_snapshot_interval(monkeypatch, capsys):
