@@ -130,7 +130,7 @@ class CGPConfig(QuotaRunOptions):
             ("accumulate", "--accumulate", self.accumulate >= 0, ">= 0 batches"),
             ("snapshot_s", "--snapshot", self.snapshot_s is None or self.snapshot_s > 0, "> 0 seconds"),
             ("switch_margin", None, self.switch_margin >= 0, ">= 0")))
-        if self.cgroups:
+        if self.cgroups and self.mode != "bsp":  # BSP all-reduces: no server runs
             warn_server_quota(self.ps_quota)
 
 

@@ -311,6 +311,8 @@ def test_a_server_quota_below_the_kernels_minimum_is_warned_once(capsys):
     # saatp train cgp makes a config per method: before, --ablation printed the warning nine times
     [replace(base, mode=m) for m in ("cgp", "bsp", "asp", "ssp")]
     CGPConfig(ps_quota=0.2)
+    # BSP runs no server: its quota is nobody's
+    CGPConfig(ps_quota=0.07, mode="bsp")
     assert capsys.readouterr().err == ""
 
 
