@@ -66,14 +66,9 @@ def ran_ungrouped(run: dict) -> bool:
     return bool(gs) and all(len(g) == 1 for x in gs for g in x["groups"])
 
 
-def ungrouped_note(runs: dict) -> str | None:
-    """The printed note for :func:`ran_ungrouped` (None when CGP grouped, or did not run)."""
-    r = runs.get("cgp")
-    if r is None or not ran_ungrouped(r):
-        return None
-    return ("note: cgp kept every worker in a group of its own for the whole run (no grouping paid off): it "
-            "ran as ssp does, with its damping and accumulation besides, so its margins over asp and ssp are "
-            "those and the host's, not grouping's")
+UNGROUPED_NOTE = ("note: cgp kept every worker in a group of its own for the whole run (no grouping paid off): it "
+                  "ran as ssp does, with its damping and accumulation besides, so its margins over asp and ssp are "
+                  "those and the host's, not grouping's")
 
 
 def ablation_configs(base: CGPConfig) -> dict[str, CGPConfig]:
@@ -216,11 +211,11 @@ def run(args: argparse.Namespace) -> int:
           + (f", snapshots every {snap:.3g} s)" if snap else ")"))
     for name, c in cmp.items():
         print(f"cgp vs {name}: time to target {time_ratio(c)}, final accuracy {c['acc_diff_pp']:+.1f} pp")
-    note = ungrouped_note(runs)
-    if note:
-        print(note)
-    res = dict(runs=runs, target_acc=args.target, comparison=cmp,
-               **({"cgp_ungrouped": ran_ungrouped(runs["cgp"])} if "cgp" in runs else {}))
+    res = dict(runs=runs, target_acc=args.target, comparison=cmp)
+    if "cgp" in runs:
+        res["cgp_ungrouped"] = ran_ungrouped(runs["cgp"])
+        if res["cgp_ungrouped"]:
+            print(UNGROUPED_NOTE)
     try:
         write_result_files(res, args.json, args.plot, plot_cgp)
     except OSError as e:  # checked before the run, so rare: a full disk, a file removed meanwhile

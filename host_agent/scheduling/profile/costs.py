@@ -226,31 +226,37 @@ def choose_cuts(prof: dict, quotas: Sequence[float | None], B: int, m_ref: int =
             return float("inf")  # cannot fit the plan of least memory
         return (per[j] - per[i] + fixed) / speed[s - 1]
 
-    def chain(cost, cap: float = float("inf")) -> tuple[float, list[int]]:
-        """min over splits of the stages' costs combined by ``cost(acc, t)``, every stage <= cap."""
-        INF = float("inf")
-        best = np.full((S + 1, L + 1), INF)
-        arg = np.zeros((S + 1, L + 1), dtype=int)
-        best[0, 0] = 0.0
-        for s in range(1, S + 1):
-            for j in range(s, L - (S - s) + 1):
-                for i in range(s - 1, j):
-                    t = stage(s, i, j)
-                    if best[s - 1, i] == INF or t > cap:
-                        continue
-                    c = cost(best[s - 1, i], t)
-                    if c < best[s, j]:
-                        best[s, j], arg[s, j] = c, i
-        cuts, j = [], L
-        for s in range(S, 1, -1):
-            j = int(arg[s, j])
-            cuts.append(j)
-        return float(best[S, L]), cuts[::-1]
-
-    slowest, cuts = chain(max)
+    slowest, cuts = chain_split(L, S, stage, max)
     if not np.isfinite(slowest):  # no split fits the limit: the split for time (the plans say none fits)
         return choose_cuts(prof, quotas, B, m_ref)
-    return chain(lambda acc, t: acc + t * t, cap=slowest * (1 + TIE_REL))[1]
+    return chain_split(L, S, stage, lambda acc, t: acc + t * t, cap=slowest * (1 + TIE_REL))[1]
+
+
+def chain_split(L: int, S: int, stage, combine, cap: float = float("inf")) -> tuple[float, list[int]]:
+    """The contiguous split of ``L`` layers into ``S`` stages (in order) that minimises the
+    stages' costs combined by ``combine(acc, t)`` (``max``: the largest; a sum), where
+    ``stage(s, i, j)`` is the cost of stage ``s`` (1-based) holding layers [i, j) and no stage may
+    cost more than ``cap`` (chain DP); returns (that least, the cuts)."""
+    INF = float("inf")
+    best = np.full((S + 1, L + 1), INF)
+    arg = np.zeros((S + 1, L + 1), dtype=int)
+    best[0, 0] = 0.0
+    for s in range(1, S + 1):
+        for j in range(s, L - (S - s) + 1):
+            for i in range(s - 1, j):
+                if best[s - 1, i] == INF:
+                    continue
+                t = stage(s, i, j)
+                if t > cap:
+                    continue
+                c = combine(best[s - 1, i], t)
+                if c < best[s, j]:
+                    best[s, j], arg[s, j] = c, i
+    cuts, j = [], L
+    for s in range(S, 1, -1):
+        j = int(arg[s, j])
+        cuts.append(j)
+    return float(best[S, L]), cuts[::-1]
 
 
 def stage_least_bytes(prof: dict, lo: int, hi: int, s: int, S: int, B: int, mmax: int = 16,
@@ -294,24 +300,8 @@ def least_bytes_of_any_split(prof: dict, S: int, B: int, mmax: int = 16,
     """The least memory on the fullest stage over every split of the layers into ``S`` stages
     (:func:`stage_least_bytes`, a min-max chain DP), and that split's cuts: what a memory limit
     must allow for any plan to fit, whichever the split."""
-    L = len(prof["cpu"]["layers"])
-    inf = float("inf")
-    best = [[inf] * (L + 1) for _ in range(S + 1)]
-    arg = [[0] * (L + 1) for _ in range(S + 1)]
-    best[0][0] = 0.0
-    for s in range(1, S + 1):
-        for j in range(s, L - (S - s) + 1):
-            for i in range(s - 1, j):
-                if best[s - 1][i] == inf:
-                    continue
-                v = max(best[s - 1][i], stage_least_bytes(prof, i, j, s - 1, S, B, mmax, optimizer_state_factor))
-                if v < best[s][j]:
-                    best[s][j], arg[s][j] = v, i
-    cuts, j = [], L
-    for s in range(S, 1, -1):
-        j = arg[s][j]
-        cuts.append(j)
-    return best[S][L], sorted(cuts)
+    return chain_split(len(prof["cpu"]["layers"]), S,
+                       lambda s, i, j: stage_least_bytes(prof, i, j, s - 1, S, B, mmax, optimizer_state_factor), max)
 
 
 TIE_REL = 0.02  # splits whose slowest stages are this close are told apart by the other stages

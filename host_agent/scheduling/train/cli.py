@@ -124,8 +124,7 @@ def _print(out: dict) -> None:
         for r in out["tuning"]["runs"]:
             # an unequal plan's microbatches: its label alone ("umpipe #2 fill-drain") did not say
             # what was measured until 2026-11-28
-            mb = ("  " + " | ".join(",".join(map(str, x)) for x in r["rows"])
-                  if r.get("rows") and r.get("equal") is False else "")
+            mb = "  " + family.rows_text(r["rows"]) if r.get("rows") and r.get("equal") is False else ""
             print(f"  {r['label']:{w}s}{'*' if r['label'] in ro else ' '}{r['measured_s'] * 1e3:8.1f} ms  "
                   f"(model {r['predicted_s'] * 1e3:7.1f} ms, {r['error_pct']:+5.1f}%){mb}")
         c = out["tuning"].get("umpipe_choice")
@@ -147,7 +146,7 @@ def _print(out: dict) -> None:
     print(f"{'schedule':{w}s} {'measured ms':>12s} {'q1..q3 ms':>15s} {'predicted ms':>13s} {'error':>7s}  "
           f"microbatches")
     for r in out["summary"]["runs"]:
-        mb = " | ".join(",".join(map(str, x)) for x in r["rows"]) if r["rows"] else f"{r['M']} equal"
+        mb = family.rows_text(r["rows"]) if r["rows"] else f"{r['M']} equal"
         sp = r["spread"]
         print(f"{r['label']:{w}s} {r['measured_s'] * 1e3:12.1f} {sp['q1_s'] * 1e3:7.1f}..{sp['q3_s'] * 1e3:<7.1f} "
               f"{r['predicted_s'] * 1e3:13.1f} {r['error_pct']:+6.1f}%  {mb}")

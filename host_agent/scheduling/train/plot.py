@@ -7,15 +7,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..plot_panels import line_style, panels
+from ..umpipe.family import rows_text
 
 WITHIN_PCT = 15  # the issue's calibration target: predictions within 15 % of measured times
 
 
 def _label(r: dict) -> str:
     """A run's label, with its microbatch sizes when they are not equal."""
-    if r.get("rows") and not r.get("equal"):
-        rows = [",".join(map(str, x)) for x in r["rows"]]
-        return f"{r['label']}\n{rows[0] if len(set(rows)) == 1 else ' | '.join(rows)}"
+    rows = r.get("rows")
+    if rows and not r.get("equal"):
+        same = all(list(x) == list(rows[0]) for x in rows)
+        return f"{r['label']}\n{rows_text(rows[:1] if same else rows)}"
     return r["label"]
 
 

@@ -36,6 +36,11 @@ from . import dual as dual_sim
 from .dgap import DGAP
 
 
+def rows_text(rows) -> str:
+    """Microbatch sizes per stage as printed: ``8,8,8,8 | 11,9,7,5``."""
+    return " | ".join(",".join(map(str, r)) for r in rows)
+
+
 @dataclass
 class Candidate:
     method: str
@@ -49,7 +54,7 @@ class Candidate:
     cap: list[int] | None = None
 
     def describe(self) -> str:
-        return " | ".join(",".join(map(str, r)) for r in self.rows)
+        return rows_text(self.rows)
 
     def public(self) -> dict:
         return dict(method=self.method, kind=self.kind, rows=self.rows, orders=[[list(o) for o in st] for st in self.orders],
